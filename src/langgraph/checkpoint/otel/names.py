@@ -1,0 +1,115 @@
+"""Every span, attribute, event, metric and metadata name the library emits, in one place.
+
+These names are the public contract (docs/telemetry.md is checked against this module).
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+SCOPE: Final = "langgraph.checkpoint.otel"
+
+# --- spans ------------------------------------------------------------------------------------
+SPAN_PUT: Final = "langgraph.checkpoint.put"
+SPAN_PUT_WRITES: Final = "langgraph.checkpoint.put_writes"
+SPAN_GET: Final = "langgraph.checkpoint.get"
+SPAN_RESUME: Final = "langgraph.checkpoint.resume"
+SPAN_LIST: Final = "langgraph.checkpoint.list"
+SPAN_DELETE_THREAD: Final = "langgraph.checkpoint.delete_thread"
+SPAN_DELETE_FOR_RUNS: Final = "langgraph.checkpoint.delete_for_runs"
+SPAN_COPY_THREAD: Final = "langgraph.checkpoint.copy_thread"
+SPAN_PRUNE: Final = "langgraph.checkpoint.prune"
+SPAN_GET_DELTA_CHANNEL_HISTORY: Final = "langgraph.checkpoint.get_delta_channel_history"
+
+# --- common attributes ------------------------------------------------------------------------
+THREAD_ID: Final = "langgraph.thread_id"
+CONVERSATION_ID: Final = "gen_ai.conversation.id"
+CHECKPOINT_NS: Final = "langgraph.checkpoint.ns"
+CHECKPOINT_ID: Final = "langgraph.checkpoint.id"
+SAVER: Final = "langgraph.saver"
+OPERATION: Final = "langgraph.operation"
+ERROR_TYPE: Final = "error.type"
+
+# --- put --------------------------------------------------------------------------------------
+PARENT_ID: Final = "langgraph.checkpoint.parent_id"
+STEP: Final = "langgraph.checkpoint.step"
+SOURCE: Final = "langgraph.checkpoint.source"
+VERSION: Final = "langgraph.checkpoint.version"
+NODES: Final = "langgraph.checkpoint.nodes"
+CHANNELS_CHANGED: Final = "langgraph.checkpoint.channels_changed"
+STATE_HASH: Final = "langgraph.checkpoint.state_hash"
+SIZE_BYTES: Final = "langgraph.checkpoint.size_bytes"
+WRITTEN_BYTES: Final = "langgraph.checkpoint.written_bytes"
+
+EVENT_CHANNEL: Final = "langgraph.channel"
+CHANNEL_NAME: Final = "langgraph.channel.name"
+CHANNEL_HASH: Final = "langgraph.channel.hash"
+CHANNEL_SIZE_BYTES: Final = "langgraph.channel.size_bytes"
+CHANNEL_SUMMARY: Final = "langgraph.channel.summary"
+
+# --- put_writes -------------------------------------------------------------------------------
+TASK_ID: Final = "langgraph.task.id"
+TASK_PATH: Final = "langgraph.task.path"
+TASK_NODE: Final = "langgraph.task.node"
+TASK_OUTCOME: Final = "langgraph.task.outcome"
+WRITES_CHANNELS: Final = "langgraph.writes.channels"
+WRITES_COUNT: Final = "langgraph.writes.count"
+
+# --- list / delete / copy / prune (additions beyond the contract's common attributes) ---------
+LIST_LIMIT: Final = "langgraph.list.limit"
+LIST_RESULTS: Final = "langgraph.list.results"
+RUN_COUNT: Final = "langgraph.run.count"
+SOURCE_THREAD_ID: Final = "langgraph.copy.source_thread_id"
+TARGET_THREAD_ID: Final = "langgraph.copy.target_thread_id"
+THREAD_COUNT: Final = "langgraph.prune.thread_count"
+PRUNE_STRATEGY: Final = "langgraph.prune.strategy"
+
+# --- resume (issue: resume lineage) -----------------------------------------------------------
+RESUME_KIND: Final = "langgraph.resume.kind"
+RESUME_FROM_CHECKPOINT_ID: Final = "langgraph.resume.from_checkpoint_id"
+RESUME_CHECKPOINT_AGE_S: Final = "langgraph.resume.checkpoint_age_s"
+RESUME_PENDING_WRITES: Final = "langgraph.resume.pending_writes"
+RESUME_TASKS: Final = "langgraph.resume.tasks"
+LINK_TYPE: Final = "langgraph.link.type"
+
+# --- divergence -------------------------------------------------------------------------------
+DIVERGENCE_DETECTED: Final = "langgraph.divergence.detected"
+EVENT_DIVERGENCE: Final = "langgraph.divergence"
+DIVERGENCE_KIND: Final = "langgraph.divergence.kind"
+DIVERGENCE_STEP: Final = "langgraph.divergence.step"
+DIVERGENCE_REFERENCE_CHECKPOINT_ID: Final = "langgraph.divergence.reference_checkpoint_id"
+DIVERGENCE_CHANNEL: Final = "langgraph.divergence.channel"
+DIVERGENCE_EXPECTED: Final = "langgraph.divergence.expected"
+DIVERGENCE_ACTUAL: Final = "langgraph.divergence.actual"
+
+# --- metrics ----------------------------------------------------------------------------------
+METRIC_OPERATION_DURATION: Final = "langgraph.checkpoint.operation.duration"
+METRIC_CHECKPOINT_SIZE: Final = "langgraph.checkpoint.size"
+METRIC_CHANNEL_SIZE: Final = "langgraph.checkpoint.channel.size"
+METRIC_RESUMES: Final = "langgraph.checkpoint.resumes"
+METRIC_DIVERGENCES: Final = "langgraph.checkpoint.divergences"
+METRIC_TASK_OUTCOMES: Final = "langgraph.checkpoint.task.outcomes"
+
+# --- checkpoint metadata written by the wrapper -----------------------------------------------
+METADATA_KEY: Final = "otel"
+"""The one metadata key the wrapper adds to each stored checkpoint; its value is a dict."""
+META_FORMAT: Final = "v"
+META_STATE_HASH: Final = "state_hash"
+META_CHANNELS: Final = "channels"
+"""channel name -> [hash, size_bytes] for every channel in the checkpoint."""
+META_FORMAT_VERSION: Final = 1
+
+
+def spans() -> dict[str, str]:
+    """Span names by constant name."""
+    return {k: v for k, v in globals().items() if k.startswith("SPAN_") and isinstance(v, str)}
+
+
+def metrics() -> dict[str, str]:
+    """Metric instrument names by constant name."""
+    return {k: v for k, v in globals().items() if k.startswith("METRIC_") and isinstance(v, str)}
+
+
+def events() -> dict[str, str]:
+    """Span event names by constant name."""
+    return {k: v for k, v in globals().items() if k.startswith("EVENT_") and isinstance(v, str)}

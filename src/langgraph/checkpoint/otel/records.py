@@ -1,0 +1,87 @@
+"""What a checkpoint says about the run that wrote it: pure functions over plain data.
+
+Nothing here knows OpenTelemetry or any saver. The wrapper, and later the inspector and the
+resume harness, read checkpoints through these functions so they agree on one reading.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Iterable, Mapping
+from typing import Any, Generic, TypeVar
+
+from langgraph.checkpoint.serde.types import ERROR, INTERRUPT, RESUME
+
+PULL_PREFIX = "~__pregel_pull, "
+PUSH_PREFIX = "~__pregel_push, "
+INPUT_NODE = "__input__"
+"""Pseudo node in versions_seen; never reported as a node that ran."""
+
+K = TypeVar("K")
+V = TypeVar("V")
+
+
+class BoundedDict(OrderedDict[K, V], Generic[K, V]):
+    """A least-recently-stored mapping that forgets its oldest entries beyond `max_entries`."""
+
+    def __init__(self, max_entries: int) -> None:
+        super().__init__()
+        self.max_entries = max_entries
+
+    def __setitem__(self, key: K, value: V) -> None:
+        super().__setitem__(key, value)
+        self.move_to_end(key)
+        while len(self) > self.max_entries:
+            self.popitem(last=False)
+
+
+def nodes_from_versions_seen(
+    previous: Mapping[str, Mapping[str, Any]] | None, current: Mapping[str, Mapping[str, Any]]
+) -> list[str]:
+    """Nodes whose `versions_seen` entry changed between a checkpoint's parent and itself.
+
+    Those are the nodes whose completed writes the checkpoint applies (pull tasks; a node
+    reached only through `Send` shows up the first time it runs).
+    """
+    previous = previous or {}
+    return sorted(
+        node
+        for node, seen in current.items()
+        if node != INPUT_NODE and previous.get(node) != seen
+    )
+
+
+def node_of_task_path(task_path: str, sends: Iterable[str] = ()) -> str | None:
+    """The node a task ran, from its `task_path` (``~__pregel_pull, <node>``).
+
+    Push tasks (``~__pregel_push, <index>, ...``) name the index of a `Send` in the checkpoint's
+    task channel; `sends` are the target nodes of those sends, when known.
+    """
+    if task_path.startswith(PULL_PREFIX):
+        node = task_path[len(PULL_PREFIX) :]
+        return node.split(",", 1)[0].strip() or None
+    if task_path.startswith(PUSH_PREFIX):
+        index = task_path[len(PUSH_PREFIX) :].split(",", 1)[0].strip()
+        targets = list(sends)
+        if index.isdigit() and int(index) < len(targets):
+            return targets[int(index)]
+    return None
+
+
+def send_targets(tasks_value: Any) -> list[str]:
+    """Target node names of the `Send` packets in a checkpoint's task channel value."""
+    if not isinstance(tasks_value, list | tuple):
+        return []
+    return [str(getattr(send, "node", "")) for send in tasks_value]
+
+
+def task_outcome(channels: Iterable[str]) -> str:
+    """ok | error | interrupt | resume, from the channels a task wrote."""
+    written = set(channels)
+    if ERROR in written:
+        return "error"
+    if INTERRUPT in written:
+        return "interrupt"
+    if RESUME in written:
+        return "resume"
+    return "ok"

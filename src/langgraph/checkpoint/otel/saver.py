@@ -1,0 +1,274 @@
+"""The instrumented saver: delegates every call to an inner saver and reports it.
+
+The wrapper does not subclass the inner saver's type (InMemorySaver.aput calls self.put: one
+logical call must give one span). Instead, for each inner type a wrapper type is built that
+defines exactly the checkpointer methods the inner type overrides, so capability detection
+(LangGraph's and the conformance suite's) sees the inner saver's true capabilities.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import AsyncIterator, Collection, Iterator, Mapping, Sequence
+from typing import Any, cast
+
+from langchain_core.runnables import RunnableConfig
+from langgraph.checkpoint.base import (
+    BaseCheckpointSaver,
+    ChannelVersions,
+    Checkpoint,
+    CheckpointMetadata,
+    CheckpointTuple,
+    DeltaChannelHistory,
+)
+from langgraph.checkpoint.serde.base import SerializerProtocol
+
+from langgraph.checkpoint.otel import names
+from langgraph.checkpoint.otel.observer import CheckpointObserver, config_attributes
+
+Saver = BaseCheckpointSaver[Any]
+
+
+class InstrumentedSaver(BaseCheckpointSaver[Any]):
+    """A checkpointer that persists through `inner` and emits OpenTelemetry telemetry.
+
+    Build one with `langgraph.checkpoint.otel.instrument`. Attributes the wrapper does not
+    define (``setup()``, ``conn``, ...) are read from the inner saver.
+    """
+
+    inner: Saver
+    observer: CheckpointObserver
+
+    def __init__(self, inner: Saver, observer: CheckpointObserver) -> None:
+        # BaseCheckpointSaver.__init__ is not called: `serde` belongs to the inner saver.
+        self.inner = inner
+        self.observer = observer
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__") or name in ("inner", "observer"):
+            raise AttributeError(name)
+        return getattr(self.inner, name)
+
+    def __repr__(self) -> str:
+        return f"instrument({self.inner!r})"
+
+    @property  # type: ignore[override]
+    def serde(self) -> SerializerProtocol:
+        """The inner saver's serializer."""
+        return self.inner.serde
+
+    @serde.setter
+    def serde(self, value: SerializerProtocol) -> None:
+        self.inner.serde = value
+
+    @property
+    def config_specs(self) -> list[Any]:
+        """The inner saver's configuration specs."""
+        return self.inner.config_specs
+
+    def get_next_version(self, current: Any, channel: None) -> Any:
+        """Forwarded without a span (called on the event loop thread)."""
+        return self.inner.get_next_version(current, channel)
+
+    def with_allowlist(self, extra_allowlist: Collection[tuple[str, ...]]) -> Saver:
+        """An instrumented wrapper of ``inner.with_allowlist(...)`` sharing this telemetry."""
+        inner = self.inner.with_allowlist(extra_allowlist)
+        if inner is self.inner:
+            return self
+        return wrapper_type(type(inner))(inner, self.observer)
+
+
+class _Delegation:
+    """Instrumented implementations of every checkpointer method, picked per inner type."""
+
+    inner: Saver
+    observer: CheckpointObserver
+
+    # --- loads ------------------------------------------------------------------------------
+
+    def get(self, config: RunnableConfig) -> Checkpoint | None:
+        with self.observer.load(config) as call:
+            return cast(Checkpoint | None, call.done(self.inner.get(config)))
+
+    async def aget(self, config: RunnableConfig) -> Checkpoint | None:
+        with self.observer.load(config) as call:
+            return cast(Checkpoint | None, call.done(await self.inner.aget(config)))
+
+    def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
+        with self.observer.load(config) as call:
+            return cast(CheckpointTuple | None, call.done(self.inner.get_tuple(config)))
+
+    async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
+        with self.observer.load(config) as call:
+            return cast(CheckpointTuple | None, call.done(await self.inner.aget_tuple(config)))
+
+    def list(
+        self,
+        config: RunnableConfig | None,
+        *,
+        filter: dict[str, Any] | None = None,
+        before: RunnableConfig | None = None,
+        limit: int | None = None,
+    ) -> Iterator[CheckpointTuple]:
+        with self.observer.listing(config, limit) as call:
+            for item in self.inner.list(config, filter=filter, before=before, limit=limit):
+                call.results += 1
+                yield item
+
+    async def alist(
+        self,
+        config: RunnableConfig | None,
+        *,
+        filter: dict[str, Any] | None = None,
+        before: RunnableConfig | None = None,
+        limit: int | None = None,
+    ) -> AsyncIterator[CheckpointTuple]:
+        with self.observer.listing(config, limit) as call:
+            async for item in self.inner.alist(config, filter=filter, before=before, limit=limit):
+                call.results += 1
+                yield item
+
+    # --- writes -----------------------------------------------------------------------------
+
+    def put(
+        self,
+        config: RunnableConfig,
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new_versions: ChannelVersions,
+    ) -> RunnableConfig:
+        with self.observer.put(config, checkpoint, metadata, new_versions) as call:
+            return self.inner.put(config, checkpoint, call.metadata, new_versions)
+
+    async def aput(
+        self,
+        config: RunnableConfig,
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new_versions: ChannelVersions,
+    ) -> RunnableConfig:
+        with self.observer.put(config, checkpoint, metadata, new_versions) as call:
+            return await self.inner.aput(config, checkpoint, call.metadata, new_versions)
+
+    def put_writes(
+        self,
+        config: RunnableConfig,
+        writes: Sequence[tuple[str, Any]],
+        task_id: str,
+        task_path: str = "",
+    ) -> None:
+        with self.observer.put_writes(config, writes, task_id, task_path):
+            self.inner.put_writes(config, writes, task_id, task_path)
+
+    async def aput_writes(
+        self,
+        config: RunnableConfig,
+        writes: Sequence[tuple[str, Any]],
+        task_id: str,
+        task_path: str = "",
+    ) -> None:
+        with self.observer.put_writes(config, writes, task_id, task_path):
+            await self.inner.aput_writes(config, writes, task_id, task_path)
+
+    # --- maintenance ------------------------------------------------------------------------
+
+    def delete_thread(self, thread_id: str) -> None:
+        with self.observer.maintenance(*_delete_thread(thread_id)):
+            self.inner.delete_thread(thread_id)
+
+    async def adelete_thread(self, thread_id: str) -> None:
+        with self.observer.maintenance(*_delete_thread(thread_id)):
+            await self.inner.adelete_thread(thread_id)
+
+    def delete_for_runs(self, run_ids: Sequence[str]) -> None:
+        with self.observer.maintenance(*_delete_for_runs(run_ids)):
+            self.inner.delete_for_runs(run_ids)
+
+    async def adelete_for_runs(self, run_ids: Sequence[str]) -> None:
+        with self.observer.maintenance(*_delete_for_runs(run_ids)):
+            await self.inner.adelete_for_runs(run_ids)
+
+    def copy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
+        with self.observer.maintenance(*_copy_thread(source_thread_id, target_thread_id)):
+            self.inner.copy_thread(source_thread_id, target_thread_id)
+
+    async def acopy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
+        with self.observer.maintenance(*_copy_thread(source_thread_id, target_thread_id)):
+            await self.inner.acopy_thread(source_thread_id, target_thread_id)
+
+    def prune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
+        with self.observer.maintenance(*_prune(thread_ids, strategy)):
+            self.inner.prune(thread_ids, strategy=strategy)
+
+    async def aprune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
+        with self.observer.maintenance(*_prune(thread_ids, strategy)):
+            await self.inner.aprune(thread_ids, strategy=strategy)
+
+    def get_delta_channel_history(
+        self, *, config: RunnableConfig, channels: Sequence[str]
+    ) -> Mapping[str, DeltaChannelHistory]:
+        with self.observer.maintenance(*_delta_history(config)):
+            return self.inner.get_delta_channel_history(config=config, channels=channels)
+
+    async def aget_delta_channel_history(
+        self, *, config: RunnableConfig, channels: Sequence[str]
+    ) -> Mapping[str, DeltaChannelHistory]:
+        with self.observer.maintenance(*_delta_history(config)):
+            return await self.inner.aget_delta_channel_history(config=config, channels=channels)
+
+
+Maintenance = tuple[str, str, dict[str, Any]]
+
+
+def _delete_thread(thread_id: str) -> Maintenance:
+    attributes = {names.THREAD_ID: str(thread_id), names.CONVERSATION_ID: str(thread_id)}
+    return names.SPAN_DELETE_THREAD, "delete_thread", attributes
+
+
+def _delete_for_runs(run_ids: Sequence[str]) -> Maintenance:
+    return names.SPAN_DELETE_FOR_RUNS, "delete_for_runs", {names.RUN_COUNT: len(run_ids)}
+
+
+def _copy_thread(source: str, target: str) -> Maintenance:
+    attributes = {
+        names.THREAD_ID: str(source),
+        names.CONVERSATION_ID: str(source),
+        names.SOURCE_THREAD_ID: str(source),
+        names.TARGET_THREAD_ID: str(target),
+    }
+    return names.SPAN_COPY_THREAD, "copy_thread", attributes
+
+
+def _prune(thread_ids: Sequence[str], strategy: str) -> Maintenance:
+    attributes = {names.THREAD_COUNT: len(thread_ids), names.PRUNE_STRATEGY: str(strategy)}
+    return names.SPAN_PRUNE, "prune", attributes
+
+
+def _delta_history(config: RunnableConfig) -> Maintenance:
+    return (
+        names.SPAN_GET_DELTA_CHANNEL_HISTORY,
+        "get_delta_channel_history",
+        config_attributes(config),
+    )
+
+
+MIRRORED_METHODS: tuple[str, ...] = tuple(
+    name for name, value in vars(_Delegation).items() if callable(value) and not name.startswith("_")
+)
+"""Checkpointer methods the wrapper defines exactly where the inner saver's type does."""
+
+
+def overrides(saver_type: type, method: str) -> bool:
+    """Whether `saver_type` implements `method` itself rather than inheriting the base one."""
+    return getattr(saver_type, method, None) is not getattr(BaseCheckpointSaver, method, None)
+
+
+@functools.lru_cache(maxsize=256)
+def wrapper_type(inner_type: type) -> type[InstrumentedSaver]:
+    """The instrumented wrapper type mirroring the capabilities of `inner_type`."""
+    namespace = {
+        name: vars(_Delegation)[name] for name in MIRRORED_METHODS if overrides(inner_type, name)
+    }
+    namespace["__doc__"] = f"{InstrumentedSaver.__doc__}\n\nMirrors {inner_type.__qualname__}."
+    namespace["__module__"] = __name__
+    return type(f"Instrumented{inner_type.__name__}", (InstrumentedSaver,), namespace)

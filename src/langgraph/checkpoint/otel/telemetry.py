@@ -1,0 +1,257 @@
+"""Spans, events and metrics: the only module that talks to OpenTelemetry.
+
+Every call into OpenTelemetry goes through `Telemetry.guard`, so a raising span processor,
+exporter or meter is logged once and never reaches the graph. Exceptions raised by the code
+inside an `operation` (the inner saver) propagate unchanged.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from importlib.metadata import PackageNotFoundError, version
+from typing import Any, TypeVar
+
+from opentelemetry import context as otel_context
+from opentelemetry import metrics, trace
+from opentelemetry.instrumentation.utils import is_instrumentation_enabled
+from opentelemetry.metrics import MeterProvider, NoOpMeterProvider
+from opentelemetry.trace import Span, SpanKind, Status, StatusCode, TracerProvider
+from opentelemetry.util.types import AttributeValue
+
+from langgraph.checkpoint.otel import names
+
+logger = logging.getLogger("langgraph.checkpoint.otel")
+
+T = TypeVar("T")
+Attributes = Mapping[str, AttributeValue]
+
+try:
+    PACKAGE_VERSION = version("langgraph-checkpoint-otel")
+except PackageNotFoundError:  # pragma: no cover - running from a source tree
+    PACKAGE_VERSION = "0+unknown"
+
+
+class Operation:
+    """One instrumented call: its span (possibly non-recording) and what it reports."""
+
+    __slots__ = ("metric_attributes", "name", "span", "telemetry")
+
+    def __init__(self, telemetry: Telemetry, name: str, span: Span | None) -> None:
+        self.telemetry = telemetry
+        self.name = name
+        self.span = span
+        self.metric_attributes: dict[str, AttributeValue] = {}
+
+    @property
+    def recording(self) -> bool:
+        """Whether attributes set on this operation's span are kept."""
+        return self.span is not None and self.span.is_recording()
+
+    def set(self, attributes: Attributes) -> None:
+        """Set span attributes (no-op when not recording)."""
+        if self.recording:
+            assert self.span is not None
+            self.telemetry.guard("set attributes", self.span.set_attributes, attributes)
+
+    def event(self, name: str, attributes: Attributes) -> None:
+        """Add a span event (no-op when not recording)."""
+        if self.recording:
+            assert self.span is not None
+            self.telemetry.guard("add event", self.span.add_event, name, attributes)
+
+    def trace_context(self) -> trace.SpanContext | None:
+        """The span context of this operation's span, when it is valid."""
+        if self.span is None:
+            return None
+        ctx = self.span.get_span_context()
+        return ctx if ctx.is_valid else None
+
+
+class Telemetry:
+    """Tracer, instruments and fault handling for one instrumented saver."""
+
+    def __init__(
+        self,
+        saver_name: str,
+        tracer_provider: TracerProvider | None = None,
+        meter_provider: MeterProvider | None = None,
+    ) -> None:
+        self.saver_name = saver_name
+        self._meter_provider = meter_provider
+        self._faults_logged: set[tuple[str, type[BaseException]]] = set()
+        self._faults_lock = threading.Lock()
+        self.tracer = trace.get_tracer(
+            names.SCOPE, PACKAGE_VERSION, tracer_provider=tracer_provider
+        )
+        meter = metrics.get_meter(names.SCOPE, PACKAGE_VERSION, meter_provider=meter_provider)
+        self.duration = meter.create_histogram(
+            names.METRIC_OPERATION_DURATION,
+            unit="s",
+            description="Duration of checkpointer operations.",
+        )
+        self.checkpoint_size = meter.create_histogram(
+            names.METRIC_CHECKPOINT_SIZE,
+            unit="By",
+            description="Serialized size of the whole state at each checkpoint write.",
+        )
+        self.channel_size = meter.create_histogram(
+            names.METRIC_CHANNEL_SIZE,
+            unit="By",
+            description="Serialized size of each channel changed by a checkpoint write.",
+        )
+        self.resumes = meter.create_counter(
+            names.METRIC_RESUMES, unit="{resume}", description="Runs resumed from a checkpoint."
+        )
+        self.divergences = meter.create_counter(
+            names.METRIC_DIVERGENCES,
+            unit="{divergence}",
+            description="Divergences found after a resume or replay.",
+        )
+        self.task_outcomes = meter.create_counter(
+            names.METRIC_TASK_OUTCOMES,
+            unit="{task}",
+            description="Pending-write calls by node and outcome.",
+        )
+
+    # --- fault handling ---------------------------------------------------------------------
+
+    def guard(self, where: str, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T | None:
+        """Call `fn`; on any exception log it once per (where, type) and return None."""
+        try:
+            return fn(*args, **kwargs)
+        except Exception as exc:
+            self.fault(where, exc)
+            return None
+
+    def fault(self, where: str, exc: BaseException) -> None:
+        """Log an instrumentation fault once per (where, exception type)."""
+        key = (where, type(exc))
+        with self._faults_lock:
+            if key in self._faults_logged:
+                return
+            self._faults_logged.add(key)
+        logger.warning(
+            "langgraph-checkpoint-otel: telemetry fault in %s (%s); the checkpointer call "
+            "continues and further faults of this kind are not logged",
+            where,
+            type(exc).__name__,
+            exc_info=exc,
+        )
+
+    # --- state ------------------------------------------------------------------------------
+
+    @staticmethod
+    def suppressed() -> bool:
+        """True when OpenTelemetry's suppress_instrumentation is set in the current context."""
+        return not is_instrumentation_enabled()
+
+    def metrics_recording(self) -> bool:
+        """Whether metric measurements can reach an SDK (not the API's no-op or unset proxy)."""
+        provider = self._meter_provider or metrics.get_meter_provider()
+        if isinstance(provider, NoOpMeterProvider):
+            return False
+        return type(provider).__name__ != "_ProxyMeterProvider"
+
+    # --- operations -------------------------------------------------------------------------
+
+    @contextmanager
+    def operation(
+        self,
+        span_name: str,
+        operation: str,
+        attributes: Attributes,
+        *,
+        activate: bool = True,
+        on_error: Callable[[Operation], None] | None = None,
+    ) -> Iterator[Operation]:
+        """Trace the code inside the block as one checkpointer operation.
+
+        Starts a span named `span_name`, makes it current when `activate` (not across
+        generator yields), records `operation.duration`, marks ERROR with `error.type` when the
+        block raises, and re-raises that very exception.
+        """
+        started = time.perf_counter()
+        span = self.guard(
+            "start span",
+            self.tracer.start_span,
+            span_name,
+            kind=SpanKind.INTERNAL,
+            attributes={
+                **attributes,
+                names.SAVER: self.saver_name,
+                names.OPERATION: operation,
+            },
+            record_exception=False,
+            set_status_on_exception=False,
+        )
+        op = Operation(self, operation, span)
+        token = None
+        if activate and span is not None:
+            token = self.guard(
+                "attach context", otel_context.attach, trace.set_span_in_context(span)
+            )
+        error: BaseException | None = None
+        try:
+            yield op
+        except GeneratorExit:
+            raise  # a consumer closed a listing early: not an error
+        except BaseException as exc:
+            error = exc
+            raise
+        finally:
+            if token is not None:
+                self.guard("detach context", otel_context.detach, token)
+            self._finish(op, started, error)
+
+    def _finish(self, op: Operation, started: float, error: BaseException | None) -> None:
+        attributes: dict[str, AttributeValue] = {
+            names.OPERATION: op.name,
+            names.SAVER: self.saver_name,
+            **op.metric_attributes,
+        }
+        if error is not None:
+            error_type = type(error).__qualname__
+            attributes[names.ERROR_TYPE] = error_type
+            if op.recording:
+                assert op.span is not None
+                op.set({names.ERROR_TYPE: error_type})
+                self.guard("set status", op.span.set_status, Status(StatusCode.ERROR))
+        if op.span is not None:
+            self.guard("end span", op.span.end)
+        self.guard(
+            "record duration",
+            self.duration.record,
+            time.perf_counter() - started,
+            {k: v for k, v in attributes.items() if k in _DURATION_ATTRIBUTES},
+        )
+
+    # --- measurements -----------------------------------------------------------------------
+
+    def record_sizes(self, state_size: int, channel_sizes: Sequence[tuple[str, int]]) -> None:
+        """Record the state size and the size of each changed channel."""
+        self.guard(
+            "record size", self.checkpoint_size.record, state_size, {names.SAVER: self.saver_name}
+        )
+        for channel, size in channel_sizes:
+            self.guard(
+                "record channel size",
+                self.channel_size.record,
+                size,
+                {names.CHANNEL_NAME: channel},
+            )
+
+    def count_task_outcome(self, node: str, outcome: str) -> None:
+        """Count one pending-writes call by node and outcome."""
+        self.guard(
+            "count task outcome",
+            self.task_outcomes.add,
+            1,
+            {names.TASK_NODE: node, names.TASK_OUTCOME: outcome},
+        )
+
+
+_DURATION_ATTRIBUTES = frozenset({names.OPERATION, names.SAVER, names.ERROR_TYPE})
