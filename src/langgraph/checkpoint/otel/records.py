@@ -76,12 +76,16 @@ def send_targets(tasks_value: Any) -> list[str]:
 
 
 def task_outcome(channels: Iterable[str]) -> str:
-    """ok | error | interrupt | resume, from the channels a task wrote."""
+    """ok | error | interrupt | resume, from the channels a task wrote.
+
+    `resume` is a call that records only resume values (the `Command(resume=...)` itself); a
+    task that finishes after resuming writes its channels too and is `ok`.
+    """
     written = set(channels)
     if ERROR in written:
         return "error"
     if INTERRUPT in written:
         return "interrupt"
-    if RESUME in written:
+    if written == {RESUME}:
         return "resume"
     return "ok"

@@ -1,0 +1,110 @@
+"""Session fixtures: a real PostgreSQL server, real OpenTelemetry SDK providers.
+
+Under ``CI=true`` a skipped test is a failure: a missing PostgreSQL fails the fixture loudly,
+and any skip at all makes the session exit non-zero.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from helpers import (
+    OTel,
+    PostgresServer,
+    PostgresUnavailable,
+    fresh_database,
+    in_ci,
+)
+
+# --------------------------------------------------------------------------------------------
+# OpenTelemetry
+# --------------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def otel() -> Iterator[OTel]:
+    """SDK TracerProvider (SimpleSpanProcessor -> InMemorySpanExporter) + SDK MeterProvider
+    (InMemoryMetricReader). Pass ``otel.tracer_provider`` / ``otel.meter_provider`` explicitly;
+    the global providers are never touched."""
+    o = OTel()
+    try:
+        yield o
+    finally:
+        o.shutdown()
+
+
+# --------------------------------------------------------------------------------------------
+# PostgreSQL
+# --------------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="session")
+def postgres_server() -> Iterator[PostgresServer]:
+    """A real PostgreSQL server for the whole session (initdb + pg_ctl in a temp dir)."""
+    try:
+        server = PostgresServer()
+    except PostgresUnavailable as exc:
+        missing = str(exc)
+    else:
+        missing = ""
+    if missing:
+        if in_ci():
+            pytest.fail(f"CI=true, so this is a failure, not a skip: {missing}", pytrace=False)
+        pytest.skip(missing)
+    try:
+        server.start()
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture(scope="session")
+def postgres_url(postgres_server: PostgresServer) -> str:
+    """``postgresql://postgres@127.0.0.1:PORT/postgres?sslmode=disable`` (the admin database)."""
+    return postgres_server.url
+
+
+@pytest.fixture
+def postgres_db(postgres_url: str) -> Iterator[str]:
+    """URL of a fresh, empty database (``test_<uuid>``) for this test only; dropped afterwards."""
+    with fresh_database(postgres_url) as url:
+        yield url
+
+
+# --------------------------------------------------------------------------------------------
+# CI: a skip is a failure
+# --------------------------------------------------------------------------------------------
+
+_skipped: list[str] = []
+
+
+def _record_skip(report: pytest.CollectReport | pytest.TestReport) -> None:
+    if report.skipped and not hasattr(report, "wasxfail"):
+        reason = ""
+        if isinstance(report.longrepr, tuple) and len(report.longrepr) == 3:
+            reason = str(report.longrepr[2])
+        _skipped.append(f"{report.nodeid}: {reason}".rstrip(": "))
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    _record_skip(report)
+
+
+def pytest_collectreport(report: pytest.CollectReport) -> None:
+    _record_skip(report)
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    if in_ci() and _skipped and session.exitstatus == pytest.ExitCode.OK:
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    if in_ci() and _skipped:
+        terminalreporter.section(
+            "CI=true: skipped tests are failures", sep="=", red=True, bold=True
+        )
+        for line in _skipped:
+            terminalreporter.write_line(f"SKIPPED (counts as failure in CI): {line}", red=True)

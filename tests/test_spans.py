@@ -1,0 +1,284 @@
+"""Spans and metrics of real graphs through the wrapper, compared as whole span trees."""
+
+from __future__ import annotations
+
+import operator
+from typing import Annotated, Any, TypedDict
+
+import pytest
+from helpers import OTel
+from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.checkpoint.sqlite import SqliteSaver
+from langgraph.graph import END, START, StateGraph
+from langgraph.graph.message import add_messages
+from langgraph.types import Command, Send, interrupt
+from spantree import render
+
+from langgraph.checkpoint.otel import instrument, names
+
+
+class AgentState(TypedDict):
+    messages: Annotated[list[Any], add_messages]
+    count: int
+
+
+def agent(state: AgentState) -> dict[str, Any]:
+    call = {"name": "search", "args": {"q": "weather"}, "id": "call-1"}
+    return {"messages": [AIMessage("", tool_calls=[call])], "count": state["count"] + 1}
+
+
+def tools(state: AgentState) -> dict[str, Any]:
+    return {"messages": [ToolMessage("sunny", name="search", tool_call_id="call-1")]}
+
+
+def answer(state: AgentState) -> dict[str, Any]:
+    return {"messages": [AIMessage("It is sunny.")], "count": state["count"] + 1}
+
+
+def agent_graph() -> StateGraph[AgentState]:
+    builder = StateGraph(AgentState)
+    builder.add_node("agent", agent)
+    builder.add_node("tools", tools)
+    builder.add_node("answer", answer)
+    builder.add_edge(START, "agent")
+    builder.add_edge("agent", "tools")
+    builder.add_edge("tools", "answer")
+    builder.add_edge("answer", END)
+    return builder
+
+
+def config(thread: str = "t1") -> Any:
+    return {"configurable": {"thread_id": thread}}
+
+
+INPUT = {"messages": [HumanMessage("weather?")], "count": 0}
+
+AGENT_TREE = """\
+get
+put step=-1 source=input nodes=[] channels_changed=[__start__]
+put_writes node=__start__ outcome=ok channels=[branch:to:agent,count,messages]
+put step=0 source=loop nodes=[__start__] channels_changed=[__start__,branch:to:agent,count,messages]
+put_writes node=agent outcome=ok channels=[branch:to:tools,count,messages]
+put step=1 source=loop nodes=[agent] channels_changed=[branch:to:agent,branch:to:tools,count,messages]
+put_writes node=tools outcome=ok channels=[branch:to:answer,messages]
+put step=2 source=loop nodes=[tools] channels_changed=[branch:to:answer,branch:to:tools,messages]
+put_writes node=answer outcome=ok channels=[count,messages]
+put step=3 source=loop nodes=[answer] channels_changed=[branch:to:answer,count,messages]"""
+
+
+def test_span_tree_of_an_agent_run(otel: OTel, tmp_path: Any) -> None:
+    with SqliteSaver.from_conn_string(str(tmp_path / "db.sqlite")) as bare:
+        saver = instrument(
+            bare, tracer_provider=otel.tracer_provider, meter_provider=otel.meter_provider
+        )
+        graph = agent_graph().compile(checkpointer=saver)
+        # durability="sync": each put finishes before the next step, so the order is fixed
+        result = graph.invoke(INPUT, config(), durability="sync")
+    assert result["count"] == 2
+    assert render(otel.spans()) == AGENT_TREE
+
+
+def test_put_span_attributes_and_channel_events(otel: OTel) -> None:
+    saver = instrument(
+        InMemorySaver(), tracer_provider=otel.tracer_provider, meter_provider=otel.meter_provider
+    )
+    graph = agent_graph().compile(checkpointer=saver)
+    graph.invoke(INPUT, config("thread-a"))
+    puts = [s for s in otel.spans() if s.name == names.SPAN_PUT]
+    last = puts[-1]
+    attrs = dict(last.attributes or {})
+    stored = graph.get_state(config("thread-a"))
+    assert attrs[names.THREAD_ID] == attrs[names.CONVERSATION_ID] == "thread-a"
+    assert attrs[names.CHECKPOINT_NS] == ""
+    assert attrs[names.CHECKPOINT_ID] == stored.config["configurable"]["checkpoint_id"]
+    assert attrs[names.PARENT_ID] == stored.parent_config["configurable"]["checkpoint_id"]
+    assert attrs[names.SAVER] == "InMemorySaver"
+    assert attrs[names.OPERATION] == "put"
+    assert attrs[names.VERSION] >= 1
+    # the stored hashes are the ones on the span
+    meta = stored.metadata[names.METADATA_KEY]
+    assert attrs[names.STATE_HASH] == meta["state_hash"]
+    assert attrs[names.SIZE_BYTES] == sum(size for _, size in meta["channels"].values())
+    events = {e.attributes["langgraph.channel.name"]: e.attributes for e in last.events}
+    assert events["messages"][names.CHANNEL_HASH] == meta["channels"]["messages"][0]
+    assert events["messages"][names.CHANNEL_SUMMARY] == "+1 message: ai"
+    assert attrs[names.WRITTEN_BYTES] == sum(
+        e[names.CHANNEL_SIZE_BYTES] for e in events.values()
+    )
+    first_agent_put = puts[2]
+    summary = {e.attributes[names.CHANNEL_NAME]: e.attributes for e in first_agent_put.events}
+    assert summary["messages"][names.CHANNEL_SUMMARY] == "+1 message: ai(tool_calls=search)"
+    assert summary["count"][names.CHANNEL_SUMMARY] == "int"
+
+
+def test_no_content_in_telemetry(otel: OTel) -> None:
+    secret = "SECRET-PASSPHRASE-42"
+
+    class S(TypedDict):
+        messages: Annotated[list[Any], add_messages]
+        notes: dict[str, str]
+
+    def node(state: S) -> dict[str, Any]:
+        return {"messages": [AIMessage(secret)], "notes": {secret: secret}}
+
+    builder = StateGraph(S)
+    builder.add_node("node", node)
+    builder.add_edge(START, "node")
+    saver = instrument(
+        InMemorySaver(), tracer_provider=otel.tracer_provider, meter_provider=otel.meter_provider
+    )
+    builder.compile(checkpointer=saver).invoke(
+        {"messages": [HumanMessage(secret)], "notes": {}}, config(secret)
+    )
+    for span in otel.spans():
+        values = [*span.attributes.values()] if span.attributes else []
+        for event in span.events:
+            values += list((event.attributes or {}).values())
+        # the thread id is the user's own identifier and is reported; content never is
+        text = repr([v for v in values if v != secret])
+        assert secret not in text, span.name
+
+
+class Items(TypedDict):
+    items: Annotated[list[str], operator.add]
+
+
+class Count(TypedDict):
+    n: int
+
+
+def test_put_writes_outcomes_and_send_nodes(otel: OTel) -> None:
+    def fan_out(state: Items) -> list[Send]:
+        return [Send("work", {"items": ["x"]}), Send("work", {"items": ["y"]})]
+
+    def work(state: Items) -> dict[str, Any]:
+        return {"items": ["done"]}
+
+    def ask(state: Items) -> dict[str, Any]:
+        return {"items": [interrupt("ok?")]}
+
+    builder = StateGraph(Items)
+    builder.add_node("work", work)
+    builder.add_node("ask", ask)
+    builder.add_conditional_edges(START, fan_out)
+    builder.add_edge("work", "ask")
+    saver = instrument(
+        InMemorySaver(), tracer_provider=otel.tracer_provider, meter_provider=otel.meter_provider
+    )
+    graph = builder.compile(checkpointer=saver)
+    graph.invoke({"items": []}, config(), durability="sync")
+    graph.invoke(Command(resume="yes"), config(), durability="sync")
+    writes = [
+        (s.attributes[names.TASK_NODE], s.attributes[names.TASK_OUTCOME])
+        for s in otel.spans()
+        if s.name == names.SPAN_PUT_WRITES
+    ]
+    assert writes == [
+        ("__start__", "ok"),
+        ("work", "ok"),
+        ("work", "ok"),
+        ("ask", "interrupt"),
+        ("unknown", "resume"),
+        ("ask", "ok"),
+    ]
+    # an interrupt is not an error: no span says ERROR
+    assert all(s.status.status_code.name != "ERROR" for s in otel.spans())
+    outcomes = {
+        (p.attributes[names.TASK_NODE], p.attributes[names.TASK_OUTCOME]): p.value
+        for p in otel.metrics()[names.METRIC_TASK_OUTCOMES]
+    }
+    assert outcomes[("work", "ok")] == 2
+    assert outcomes[("ask", "interrupt")] == 1
+
+
+def test_node_error_is_an_error_write_not_an_error_span(otel: OTel) -> None:
+    class Boom(RuntimeError):
+        pass
+
+    def fail(state: Count) -> dict[str, Any]:
+        raise Boom("no")
+
+    builder = StateGraph(Count)
+    builder.add_node("fail", fail)
+    builder.add_edge(START, "fail")
+    saver = instrument(
+        InMemorySaver(), tracer_provider=otel.tracer_provider, meter_provider=otel.meter_provider
+    )
+    with pytest.raises(Boom):
+        builder.compile(checkpointer=saver).invoke({"n": 0}, config(), durability="sync")
+    assert render(otel.spans(), keys=["langgraph.task.node", "langgraph.task.outcome"]) == (
+        "get\nput\nput_writes node=__start__ outcome=ok\nput\nput_writes node=fail outcome=error"
+    )
+
+
+def test_subgraph_checkpoints_carry_their_namespace(otel: OTel) -> None:
+    inner_builder = StateGraph(Count)
+    inner_builder.add_node("inc", lambda s: {"n": s["n"] + 1})
+    inner_builder.add_edge(START, "inc")
+    outer = StateGraph(Count)
+    outer.add_node("sub", inner_builder.compile())
+    outer.add_edge(START, "sub")
+    saver = instrument(
+        InMemorySaver(), tracer_provider=otel.tracer_provider, meter_provider=otel.meter_provider
+    )
+    assert outer.compile(checkpointer=saver).invoke({"n": 1}, config()) == {"n": 2}
+    namespaces = {
+        s.attributes[names.CHECKPOINT_NS] for s in otel.spans() if s.name == names.SPAN_PUT
+    }
+    assert "" in namespaces
+    sub = [ns for ns in namespaces if ns.startswith("sub:")]
+    assert len(sub) == 1
+    sub_nodes = [
+        s.attributes[names.NODES]
+        for s in otel.spans()
+        if s.name == names.SPAN_PUT and s.attributes[names.CHECKPOINT_NS] == sub[0]
+    ]
+    assert ("inc",) in sub_nodes
+
+
+async def test_async_graph_gives_one_span_per_call(otel: OTel) -> None:
+    # InMemorySaver.aput calls self.put: delegation must still give one span per write
+    saver = instrument(
+        InMemorySaver(), tracer_provider=otel.tracer_provider, meter_provider=otel.meter_provider
+    )
+    graph = agent_graph().compile(checkpointer=saver)
+    result = await graph.ainvoke(INPUT, config(), durability="sync")
+    assert result["count"] == 2
+    assert render(otel.spans()) == AGENT_TREE
+
+
+def test_metrics_never_carry_unbounded_ids(otel: OTel) -> None:
+    saver = instrument(
+        InMemorySaver(), tracer_provider=otel.tracer_provider, meter_provider=otel.meter_provider
+    )
+    graph = agent_graph().compile(checkpointer=saver)
+    for i in range(3):
+        graph.invoke(INPUT, config(f"thread-{i}"))
+    data = otel.metrics()
+    assert set(data) >= {
+        names.METRIC_OPERATION_DURATION,
+        names.METRIC_CHECKPOINT_SIZE,
+        names.METRIC_CHANNEL_SIZE,
+        names.METRIC_TASK_OUTCOMES,
+    }
+    allowed = {
+        names.OPERATION,
+        names.SAVER,
+        names.ERROR_TYPE,
+        names.CHANNEL_NAME,
+        names.TASK_NODE,
+        names.TASK_OUTCOME,
+        names.RESUME_KIND,
+        names.DIVERGENCE_KIND,
+    }
+    for metric, points in data.items():
+        for point in points:
+            assert set(point.attributes) <= allowed, metric
+    durations = {
+        p.attributes[names.OPERATION]: p.count for p in data[names.METRIC_OPERATION_DURATION]
+    }
+    assert durations["put"] == 15  # 5 checkpoints x 3 threads
+    assert durations["put_writes"] == 12
+    sizes = {p.attributes[names.CHANNEL_NAME] for p in data[names.METRIC_CHANNEL_SIZE]}
+    assert {"messages", "count"} <= sizes
