@@ -6,16 +6,16 @@ import operator
 from typing import Annotated, Any, TypedDict
 
 import pytest
-from helpers import OTel
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.message import add_messages
 from langgraph.types import Command, Send, interrupt
-from spantree import render
 
+from helpers import OTel
 from langgraph.checkpoint.otel import instrument, names
+from spantree import render
 
 
 class AgentState(TypedDict):
@@ -103,9 +103,7 @@ def test_put_span_attributes_and_channel_events(otel: OTel) -> None:
     events = {e.attributes["langgraph.channel.name"]: e.attributes for e in last.events}
     assert events["messages"][names.CHANNEL_HASH] == meta["channels"]["messages"][0]
     assert events["messages"][names.CHANNEL_SUMMARY] == "+1 message: ai"
-    assert attrs[names.WRITTEN_BYTES] == sum(
-        e[names.CHANNEL_SIZE_BYTES] for e in events.values()
-    )
+    assert attrs[names.WRITTEN_BYTES] == sum(e[names.CHANNEL_SIZE_BYTES] for e in events.values())
     first_agent_put = puts[2]
     summary = {e.attributes[names.CHANNEL_NAME]: e.attributes for e in first_agent_put.events}
     assert summary["messages"][names.CHANNEL_SUMMARY] == "+1 message: ai(tool_calls=search)"

@@ -109,9 +109,7 @@ class CheckpointObserver:
         self.telemetry = Telemetry(saver_name, tracer_provider, meter_provider)
         self._lock = threading.Lock()
         self._hasher = StateHasher(options.hash_cache_size, fallback=fallback_encoder)
-        self._last_put: BoundedDict[Scope, _SeenCheckpoint] = BoundedDict(
-            options.hash_cache_size
-        )
+        self._last_put: BoundedDict[Scope, _SeenCheckpoint] = BoundedDict(options.hash_cache_size)
         self._writers: BoundedDict[tuple[str, str, str], set[str]] = BoundedDict(
             options.hash_cache_size
         )
@@ -210,7 +208,9 @@ class CheckpointObserver:
             nodes.update(nodes_from_versions_seen(previous.versions_seen, versions_seen))
         return sorted(nodes)
 
-    def _channel_events(self, op: Operation, digest: StateDigest, values: Mapping[str, Any]) -> None:
+    def _channel_events(
+        self, op: Operation, digest: StateDigest, values: Mapping[str, Any]
+    ) -> None:
         if not op.recording:
             return
         changed = sorted(digest.changed, key=lambda c: -digest.channels[c].size)

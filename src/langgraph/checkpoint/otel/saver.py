@@ -8,7 +8,6 @@ defines exactly the checkpointer methods the inner type overrides, so capability
 
 from __future__ import annotations
 
-import functools
 from collections.abc import AsyncIterator, Collection, Iterator, Mapping, Sequence
 from typing import Any, cast
 
@@ -52,7 +51,7 @@ class InstrumentedSaver(BaseCheckpointSaver[Any]):
     def __repr__(self) -> str:
         return f"instrument({self.inner!r})"
 
-    @property  # type: ignore[override]
+    @property
     def serde(self) -> SerializerProtocol:
         """The inner saver's serializer."""
         return self.inner.serde
@@ -253,7 +252,9 @@ def _delta_history(config: RunnableConfig) -> Maintenance:
 
 
 MIRRORED_METHODS: tuple[str, ...] = tuple(
-    name for name, value in vars(_Delegation).items() if callable(value) and not name.startswith("_")
+    name
+    for name, value in vars(_Delegation).items()
+    if callable(value) and not name.startswith("_")
 )
 """Checkpointer methods the wrapper defines exactly where the inner saver's type does."""
 
@@ -263,12 +264,19 @@ def overrides(saver_type: type, method: str) -> bool:
     return getattr(saver_type, method, None) is not getattr(BaseCheckpointSaver, method, None)
 
 
-@functools.lru_cache(maxsize=256)
+_WRAPPER_TYPES: dict[type, type[InstrumentedSaver]] = {}
+"""One wrapper type per inner saver type (bounded by the saver classes a program defines)."""
+
+
 def wrapper_type(inner_type: type) -> type[InstrumentedSaver]:
     """The instrumented wrapper type mirroring the capabilities of `inner_type`."""
+    cached = _WRAPPER_TYPES.get(inner_type)
+    if cached is not None:
+        return cached
     namespace = {
         name: vars(_Delegation)[name] for name in MIRRORED_METHODS if overrides(inner_type, name)
     }
     namespace["__doc__"] = f"{InstrumentedSaver.__doc__}\n\nMirrors {inner_type.__qualname__}."
     namespace["__module__"] = __name__
-    return type(f"Instrumented{inner_type.__name__}", (InstrumentedSaver,), namespace)
+    built = type(f"Instrumented{inner_type.__name__}", (InstrumentedSaver,), namespace)
+    return _WRAPPER_TYPES.setdefault(inner_type, built)

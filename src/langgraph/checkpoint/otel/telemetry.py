@@ -35,6 +35,10 @@ except PackageNotFoundError:  # pragma: no cover - running from a source tree
     PACKAGE_VERSION = "0+unknown"
 
 
+_FAULTS_LOGGED: set[tuple[str, type[BaseException]]] = set()
+_FAULTS_LOCK = threading.Lock()
+
+
 class Operation:
     """One instrumented call: its span (possibly non-recording) and what it reports."""
 
@@ -82,8 +86,6 @@ class Telemetry:
     ) -> None:
         self.saver_name = saver_name
         self._meter_provider = meter_provider
-        self._faults_logged: set[tuple[str, type[BaseException]]] = set()
-        self._faults_lock = threading.Lock()
         self.tracer = trace.get_tracer(
             names.SCOPE, PACKAGE_VERSION, tracer_provider=tracer_provider
         )
@@ -128,12 +130,12 @@ class Telemetry:
             return None
 
     def fault(self, where: str, exc: BaseException) -> None:
-        """Log an instrumentation fault once per (where, exception type)."""
+        """Log an instrumentation fault once per process and (where, exception type)."""
         key = (where, type(exc))
-        with self._faults_lock:
-            if key in self._faults_logged:
+        with _FAULTS_LOCK:
+            if key in _FAULTS_LOGGED:
                 return
-            self._faults_logged.add(key)
+            _FAULTS_LOGGED.add(key)
         logger.warning(
             "langgraph-checkpoint-otel: telemetry fault in %s (%s); the checkpointer call "
             "continues and further faults of this kind are not logged",

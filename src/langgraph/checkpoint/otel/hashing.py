@@ -1,0 +1,801 @@
+"""Canonical, incremental hashing and sizing of LangGraph channel values.
+
+Pure logic: this module knows nothing of OpenTelemetry or of any checkpoint saver.
+
+Canonical encoding
+------------------
+Every value is turned into a self-delimiting, type-tagged byte string. Equal values give equal
+bytes whatever the dict insertion order, the set iteration order, the process, the host or
+``PYTHONHASHSEED``. A channel hash is ``blake2b(encoding, digest_size=16).hexdigest()`` and a
+channel size is ``len(encoding)``.
+
+==========================  ===================================================================
+value                       encoding
+==========================  ===================================================================
+``None``                    ``N``
+``True`` / ``False``        ``T`` / ``F`` (so ``True`` and ``1`` differ)
+``int``                     ``i`` + lower-case hex + ``;``
+``float``                   ``f`` + IEEE-754 big-endian double (``1.0`` and ``1`` differ;
+                            every NaN encodes as the one canonical quiet NaN; ``-0.0`` and
+                            ``0.0`` differ)
+``str``                     ``s`` + 4-byte big-endian length + UTF-8 (``S`` + 8 bytes if huge)
+``bytes`` / ``bytearray``   ``b`` + 4-byte length + bytes (``B`` + 8 bytes if huge)
+``list``                    ``[`` + element encodings + ``]``
+``tuple``                   ``(`` + element encodings + ``)``
+``dict``                    ``{`` + (key, value) encodings sorted by key encoding + ``}``
+``set`` / ``frozenset``     ``<`` + sorted element encodings + ``>``
+``datetime``/``date``/      ``D`` / ``d`` / ``t`` + ISO-8601 string (so equal instants with
+``time``                    different UTC offsets differ); ``timedelta``: ``R`` + days,
+                            seconds, microseconds
+``UUID``                    ``u`` + 16 bytes
+``Decimal``                 ``m`` + ``str(value)`` (so ``Decimal("1.0")`` and ``Decimal("1")``
+                            differ)
+``Enum``                    ``E`` + class qualname + encoding of ``.value``
+dataclass                   ``C`` + class qualname + ``{`` fields sorted by name ``}``
+pydantic model              ``P`` + class qualname + ``{`` fields and extras sorted by name ``}``
+LangChain message           ``M`` + class qualname + ``{`` fields sorted by name ``}``, minus the
+                            volatile identifiers below
+anything else               ``X`` + class qualname + ``fallback(value)`` bytes, or
+                            :class:`UnhashableValueError` when no fallback is given
+==========================  ===================================================================
+
+Subclasses of the built-in types (``namedtuple``, ``str`` subclasses, ...) that are not enums,
+dataclasses or pydantic models are encoded as their built-in base. A reference cycle or a
+nesting deeper than :data:`MAX_DEPTH` raises :class:`UnhashableValueError`.
+
+Volatile identifiers
+--------------------
+``add_messages`` gives every message a random ``id`` and models issue random tool-call ids, so
+the same behaviour replayed from a checkpoint produces different identifiers. A deterministic
+replay must hash equal, so for LangChain ``BaseMessage`` subclasses the fields in
+:data:`VOLATILE_MESSAGE_FIELDS` are not hashed, and the keys in :data:`VOLATILE_TOOL_CALL_KEYS`
+are dropped from the dict entries of the fields in :data:`TOOL_CALL_FIELDS`, of
+``additional_kwargs["tool_calls"]`` (raw provider tool calls) and of list ``content`` (content
+blocks such as Anthropic ``tool_use``). Everything else, including ``content``, ``name``, tool
+names and arguments, is hashed.
+
+Incremental hashing and its limitation
+--------------------------------------
+:class:`StateHasher` reuses the digest of an unchanged channel (same scope, channel and
+version) from a bounded LRU cache. For a changed channel whose value is a ``list`` it keeps,
+per (scope, channel), the previous list's elements and a blake2b state fed with their
+encodings; when the new list starts with the very same element *objects* (identity), only the
+new elements are encoded. Known limitation: an element mutated *in place* after it was hashed
+(same object, different content) is not seen by this prefix reuse; the from-scratch hash of
+the same list would differ. LangGraph reducers such as ``add_messages`` build new lists and
+replace messages by new objects, so this does not happen with them. The identity check costs
+a copy of the list (``tuple(value)``) and an ``operator.is_`` pass over the prefix, a few
+nanoseconds per element; the memos keep the last list of up to ``max_list_memos``
+(scope, channel) pairs alive.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as _dt
+import decimal
+import enum
+import hashlib
+import math
+import operator
+import struct
+import threading
+import uuid
+from collections import OrderedDict
+from collections.abc import Callable, Collection, Hashable, Mapping
+from dataclasses import dataclass
+from typing import Any, Final
+
+from langgraph.types import Send
+
+__all__ = [
+    "MAX_DEPTH",
+    "TOOL_CALL_FIELDS",
+    "VOLATILE_MESSAGE_FIELDS",
+    "VOLATILE_TOOL_CALL_KEYS",
+    "ChannelDigest",
+    "StateDigest",
+    "StateHasher",
+    "UnhashableValueError",
+    "canonical_encode",
+    "combine_state_hash",
+    "hash_value",
+]
+
+#: Fields of every LangChain ``BaseMessage`` subclass that are left out of the hash: the random
+#: message ``id`` (``add_messages``), ``response_metadata`` and ``usage_metadata`` (model
+#: timings, request ids, token counts) and ``tool_call_id`` (``ToolMessage``, echoes a random
+#: tool-call id).
+VOLATILE_MESSAGE_FIELDS: Final[frozenset[str]] = frozenset(
+    {"id", "response_metadata", "usage_metadata", "tool_call_id"}
+)
+#: Keys dropped from each dict entry of the message fields in :data:`TOOL_CALL_FIELDS`, of
+#: ``additional_kwargs["tool_calls"]`` and of list ``content`` (content blocks).
+VOLATILE_TOOL_CALL_KEYS: Final[frozenset[str]] = frozenset({"id"})
+#: Message fields holding lists of tool calls whose entries lose :data:`VOLATILE_TOOL_CALL_KEYS`.
+TOOL_CALL_FIELDS: Final[frozenset[str]] = frozenset(
+    {"tool_calls", "invalid_tool_calls", "tool_call_chunks"}
+)
+#: Deepest nesting of containers that is encoded; deeper raises UnhashableValueError.
+MAX_DEPTH: Final[int] = 200
+
+_DIGEST_SIZE: Final[int] = 16
+
+
+@dataclass(frozen=True, slots=True)
+class ChannelDigest:
+    """Hash and size of one channel value."""
+
+    hash: str
+    """32 hex chars: blake2b(digest_size=16) of the canonical encoding."""
+    size: int
+    """Length in bytes of the canonical encoding."""
+    count: int | None
+    """``len()`` for list, tuple, dict, set and frozenset values, else None."""
+
+
+@dataclass(frozen=True, slots=True)
+class StateDigest:
+    """Digests of a whole checkpoint state."""
+
+    channels: Mapping[str, ChannelDigest]
+    """Every channel in ``values``."""
+    changed: tuple[str, ...]
+    """Sorted names of the changed channels present in ``values``."""
+    previous: Mapping[str, ChannelDigest]
+    """For changed channels: the last digest this hasher saw for the same (scope, channel)."""
+    state_hash: str
+    """:func:`combine_state_hash` over all channel hashes."""
+    size_bytes: int
+    """Sum of all channel sizes."""
+    written_bytes: int
+    """Sum of the sizes of the changed channels."""
+
+
+class UnhashableValueError(Exception):
+    """A value cannot be canonically encoded. The message never contains the value."""
+
+    def __init__(self, type_name: str, channel: str | None = None, reason: str = "") -> None:
+        self.type_name = type_name
+        self.channel = channel
+        self.reason = reason or "no canonical encoding for this type and no fallback"
+        where = f" in channel {channel!r}" if channel is not None else ""
+        super().__init__(f"cannot hash a value of type {type_name}{where}: {self.reason}")
+
+    def with_channel(self, channel: str) -> UnhashableValueError:
+        err = UnhashableValueError(self.type_name, channel, self.reason)
+        err.__cause__ = self.__cause__
+        return err
+
+
+# --------------------------------------------------------------------------------------------
+# Encoder
+# --------------------------------------------------------------------------------------------
+
+_Fallback = Callable[[Any], bytes]
+_Handler = Callable[[Any, bytearray, "_Ctx"], None]
+
+_pack_I = struct.Struct(">I").pack
+_pack_Q = struct.Struct(">Q").pack
+_pack_d = struct.Struct(">d").pack
+_pack_qqq = struct.Struct(">qqq").pack
+_NAN: Final[bytes] = b"f" + _pack_d(math.nan)
+_U32: Final[int] = 1 << 32
+
+
+class _Ctx:
+    __slots__ = ("active", "depth", "fallback")
+
+    def __init__(self, fallback: _Fallback | None) -> None:
+        self.fallback = fallback
+        self.active: set[int] = set()
+        self.depth = 0
+
+
+def _qualname(t: type) -> str:
+    return getattr(t, "__qualname__", None) or t.__name__
+
+
+def _str_bytes(s: str) -> bytes:
+    b = s.encode("utf-8", "surrogatepass")
+    n = len(b)
+    if n < _U32:
+        return b"s" + _pack_I(n) + b
+    return b"S" + _pack_Q(n) + b
+
+
+def _enc_str(v: str, buf: bytearray, ctx: _Ctx) -> None:
+    b = v.encode("utf-8", "surrogatepass")
+    n = len(b)
+    if n < _U32:
+        buf += b"s"
+        buf += _pack_I(n)
+    else:
+        buf += b"S"
+        buf += _pack_Q(n)
+    buf += b
+
+
+def _enc_bytes(v: bytes | bytearray | memoryview, buf: bytearray, ctx: _Ctx) -> None:
+    n = len(v) if not isinstance(v, memoryview) else v.nbytes
+    if n < _U32:
+        buf += b"b"
+        buf += _pack_I(n)
+    else:
+        buf += b"B"
+        buf += _pack_Q(n)
+    buf += v
+
+
+def _enc_int(v: int, buf: bytearray, ctx: _Ctx) -> None:
+    buf += b"i%x;" % v
+
+
+def _enc_bool(v: bool, buf: bytearray, ctx: _Ctx) -> None:
+    buf += b"T" if v else b"F"
+
+
+def _enc_none(v: None, buf: bytearray, ctx: _Ctx) -> None:
+    buf += b"N"
+
+
+def _enc_float(v: float, buf: bytearray, ctx: _Ctx) -> None:
+    if v != v:
+        buf += _NAN
+    else:
+        buf += b"f"
+        buf += _pack_d(v)
+
+
+def _enter(v: object, ctx: _Ctx) -> int:
+    i = id(v)
+    if i in ctx.active:
+        raise UnhashableValueError(_qualname(type(v)), reason="reference cycle")
+    if ctx.depth >= MAX_DEPTH:
+        raise UnhashableValueError(_qualname(type(v)), reason=f"nested deeper than {MAX_DEPTH}")
+    ctx.active.add(i)
+    ctx.depth += 1
+    return i
+
+
+def _leave(i: int, ctx: _Ctx) -> None:
+    ctx.active.discard(i)
+    ctx.depth -= 1
+
+
+def _enc_items(items: Any, buf: bytearray, ctx: _Ctx) -> None:
+    handlers = _HANDLERS
+    for x in items:
+        h = handlers.get(type(x))
+        if h is None:
+            h = _resolve(type(x))
+        h(x, buf, ctx)
+
+
+def _enc_list(v: list[Any], buf: bytearray, ctx: _Ctx) -> None:
+    i = _enter(v, ctx)
+    buf += b"["
+    _enc_items(v, buf, ctx)
+    buf += b"]"
+    _leave(i, ctx)
+
+
+def _enc_tuple(v: tuple[Any, ...], buf: bytearray, ctx: _Ctx) -> None:
+    i = _enter(v, ctx)
+    buf += b"("
+    _enc_items(v, buf, ctx)
+    buf += b")"
+    _leave(i, ctx)
+
+
+def _enc_send(v: Send, buf: bytearray, ctx: _Ctx) -> None:
+    """A `Send` packet (in the tasks channel): its target node and argument."""
+    buf += b"S"
+    _enc_str(v.node, buf, ctx)
+    _encode_into(v.arg, buf, ctx)
+
+
+def _encode_one(v: Any, ctx: _Ctx) -> bytes:
+    b = bytearray()
+    h = _HANDLERS.get(type(v))
+    if h is None:
+        h = _resolve(type(v))
+    h(v, b, ctx)
+    return bytes(b)
+
+
+def _enc_sorted_pairs(pairs: list[tuple[bytes, Any]], buf: bytearray, ctx: _Ctx) -> None:
+    """Encode (key encoding, value) pairs sorted by key encoding, ties broken by value."""
+    pairs.sort(key=operator.itemgetter(0))
+    prev: bytes | None = None
+    tie = False
+    for k, _ in pairs:
+        if k == prev:
+            tie = True
+            break
+        prev = k
+    if tie:
+        full = sorted(k + _encode_one(x, ctx) for k, x in pairs)
+        for item in full:
+            buf += item
+        return
+    handlers = _HANDLERS
+    for k, x in pairs:
+        buf += k
+        h = handlers.get(type(x))
+        if h is None:
+            h = _resolve(type(x))
+        h(x, buf, ctx)
+
+
+def _enc_dict(v: Mapping[Any, Any], buf: bytearray, ctx: _Ctx) -> None:
+    i = _enter(v, ctx)
+    buf += b"{"
+    if v:
+        pairs: list[tuple[bytes, Any]] = []
+        for k, x in v.items():
+            kb = _str_bytes(k) if type(k) is str else _encode_one(k, ctx)
+            pairs.append((kb, x))
+        _enc_sorted_pairs(pairs, buf, ctx)
+    buf += b"}"
+    _leave(i, ctx)
+
+
+def _enc_set(v: set[Any] | frozenset[Any], buf: bytearray, ctx: _Ctx) -> None:
+    i = _enter(v, ctx)
+    buf += b"<"
+    for item in sorted(_encode_one(x, ctx) for x in v):
+        buf += item
+    buf += b">"
+    _leave(i, ctx)
+
+
+def _enc_datetime(v: _dt.datetime, buf: bytearray, ctx: _Ctx) -> None:
+    buf += b"D"
+    buf += _str_bytes(v.isoformat())
+
+
+def _enc_date(v: _dt.date, buf: bytearray, ctx: _Ctx) -> None:
+    buf += b"d"
+    buf += _str_bytes(v.isoformat())
+
+
+def _enc_time(v: _dt.time, buf: bytearray, ctx: _Ctx) -> None:
+    buf += b"t"
+    buf += _str_bytes(v.isoformat())
+
+
+def _enc_timedelta(v: _dt.timedelta, buf: bytearray, ctx: _Ctx) -> None:
+    buf += b"R"
+    buf += _pack_qqq(v.days, v.seconds, v.microseconds)
+
+
+def _enc_uuid(v: uuid.UUID, buf: bytearray, ctx: _Ctx) -> None:
+    buf += b"u"
+    buf += v.bytes
+
+
+def _enc_decimal(v: decimal.Decimal, buf: bytearray, ctx: _Ctx) -> None:
+    buf += b"m"
+    buf += _str_bytes(str(v))
+
+
+def _strip_keys(entries: Any) -> Any:
+    """Copy a list of dicts without the volatile identifier keys (other items unchanged)."""
+    if not isinstance(entries, list | tuple):
+        return entries
+    drop = VOLATILE_TOOL_CALL_KEYS
+    return [
+        {k: x for k, x in e.items() if k not in drop} if isinstance(e, dict) else e for e in entries
+    ]
+
+
+def _message_value(name: str, x: Any) -> Any:
+    if name in TOOL_CALL_FIELDS or name == "content":
+        return _strip_keys(x)
+    if name == "additional_kwargs" and isinstance(x, dict) and "tool_calls" in x:
+        x = dict(x)
+        x["tool_calls"] = _strip_keys(x["tool_calls"])
+    return x
+
+
+def _make_model_handler(t: type, *, message: bool) -> _Handler:
+    fields_attr = getattr(t, "model_fields", None) or getattr(t, "__pydantic_fields__", {})
+    names = sorted(str(n) for n in fields_attr)
+    if message:
+        names = [n for n in names if n not in VOLATILE_MESSAGE_FIELDS]
+    head = (b"M" if message else b"P") + _str_bytes(_qualname(t)) + b"{"
+    encoded_names = {n: _str_bytes(n) for n in names}
+    handlers = _HANDLERS
+
+    def handler(v: Any, buf: bytearray, ctx: _Ctx) -> None:
+        i = _enter(v, ctx)
+        buf += head
+        d = v.__dict__
+        extra = getattr(v, "__pydantic_extra__", None)
+        if extra:
+            pairs = [(encoded_names[n], n, d.get(n)) for n in names]
+            pairs.extend(
+                (_str_bytes(k), k, x)
+                for k, x in extra.items()
+                if not (message and k in VOLATILE_MESSAGE_FIELDS)
+            )
+            pairs.sort(key=operator.itemgetter(0))
+            items: Any = pairs
+        else:
+            items = ((encoded_names[n], n, d.get(n)) for n in sorted_names)
+        for kb, n, x in items:
+            if message:
+                x = _message_value(n, x)
+            buf += kb
+            h = handlers.get(type(x))
+            if h is None:
+                h = _resolve(type(x))
+            h(x, buf, ctx)
+        buf += b"}"
+        _leave(i, ctx)
+
+    sorted_names = sorted(names, key=encoded_names.__getitem__)
+    return handler
+
+
+def _make_dataclass_handler(t: type) -> _Handler:
+    names = [f.name for f in dataclasses.fields(t)]
+    encoded = sorted((_str_bytes(n), n) for n in names)
+    head = b"C" + _str_bytes(_qualname(t)) + b"{"
+    handlers = _HANDLERS
+
+    def handler(v: Any, buf: bytearray, ctx: _Ctx) -> None:
+        i = _enter(v, ctx)
+        buf += head
+        for kb, n in encoded:
+            x = getattr(v, n)
+            buf += kb
+            h = handlers.get(type(x))
+            if h is None:
+                h = _resolve(type(x))
+            h(x, buf, ctx)
+        buf += b"}"
+        _leave(i, ctx)
+
+    return handler
+
+
+def _make_enum_handler(t: type) -> _Handler:
+    head = b"E" + _str_bytes(_qualname(t))
+
+    def handler(v: Any, buf: bytearray, ctx: _Ctx) -> None:
+        buf += head
+        x = v.value
+        h = _HANDLERS.get(type(x))
+        if h is None:
+            h = _resolve(type(x))
+        h(x, buf, ctx)
+
+    return handler
+
+
+def _make_fallback_handler(t: type) -> _Handler:
+    qual = _qualname(t)
+    head = b"X" + _str_bytes(qual)
+
+    def handler(v: Any, buf: bytearray, ctx: _Ctx) -> None:
+        fb = ctx.fallback
+        if fb is None:
+            raise UnhashableValueError(qual)
+        try:
+            data = fb(v)
+        except UnhashableValueError:
+            raise
+        except Exception as exc:
+            raise UnhashableValueError(qual, reason="fallback failed") from exc
+        if not isinstance(data, bytes | bytearray | memoryview):
+            raise UnhashableValueError(qual, reason="fallback did not return bytes")
+        buf += head
+        _enc_bytes(data, buf, ctx)
+
+    return handler
+
+
+def _is_message_type(t: type) -> bool:
+    return any(
+        c.__name__ == "BaseMessage" and c.__module__.startswith("langchain_core.messages")
+        for c in t.__mro__
+    )
+
+
+def _is_pydantic_type(t: type) -> bool:
+    return any(
+        c.__name__ == "BaseModel" and c.__module__.startswith("pydantic.main") for c in t.__mro__
+    )
+
+
+_BASE_HANDLERS: tuple[tuple[type, _Handler], ...] = (
+    (bool, _enc_bool),
+    (int, _enc_int),
+    (float, _enc_float),
+    (str, _enc_str),
+    (bytes, _enc_bytes),
+    (bytearray, _enc_bytes),
+    (list, _enc_list),
+    (tuple, _enc_tuple),
+    (dict, _enc_dict),
+    (frozenset, _enc_set),
+    (set, _enc_set),
+    (_dt.datetime, _enc_datetime),
+    (_dt.date, _enc_date),
+    (_dt.time, _enc_time),
+    (_dt.timedelta, _enc_timedelta),
+    (uuid.UUID, _enc_uuid),
+    (decimal.Decimal, _enc_decimal),
+    (Send, _enc_send),
+)
+
+_HANDLERS: dict[type, _Handler] = {t: h for t, h in _BASE_HANDLERS}
+_HANDLERS[type(None)] = _enc_none
+_MAX_HANDLER_TYPES: Final[int] = 4096
+_handlers_lock = threading.Lock()
+
+
+def _resolve(t: type) -> _Handler:
+    """Find (and cache) the encoder for a type that is not in the handler table yet."""
+    handler: _Handler
+    if issubclass(t, enum.Enum):
+        handler = _make_enum_handler(t)
+    elif _is_message_type(t):
+        handler = _make_model_handler(t, message=True)
+    elif _is_pydantic_type(t):
+        handler = _make_model_handler(t, message=False)
+    elif dataclasses.is_dataclass(t):
+        handler = _make_dataclass_handler(t)
+    else:
+        for base, h in _BASE_HANDLERS:
+            if issubclass(t, base):
+                handler = h
+                break
+        else:
+            handler = _enc_dict if issubclass(t, Mapping) else _make_fallback_handler(t)
+    with _handlers_lock:
+        if len(_HANDLERS) < _MAX_HANDLER_TYPES:
+            _HANDLERS[t] = handler
+    return handler
+
+
+def _encode_into(value: Any, buf: bytearray, ctx: _Ctx) -> None:
+    h = _HANDLERS.get(type(value))
+    if h is None:
+        h = _resolve(type(value))
+    try:
+        h(value, buf, ctx)
+    except RecursionError:
+        raise UnhashableValueError(
+            _qualname(type(value)), reason="nested too deeply (recursion limit)"
+        ) from None
+
+
+# --------------------------------------------------------------------------------------------
+# Public functions
+# --------------------------------------------------------------------------------------------
+
+
+def canonical_encode(value: Any, *, fallback: _Fallback | None = None) -> bytes:
+    """Return the canonical, type-tagged encoding of ``value`` (see the module docstring).
+
+    Raises:
+        UnhashableValueError: ``value`` contains an object of a type with no canonical encoding
+            and ``fallback`` is None, or a reference cycle.
+    """
+    buf = bytearray()
+    _encode_into(value, buf, _Ctx(fallback))
+    return bytes(buf)
+
+
+def hash_value(value: Any, *, fallback: _Fallback | None = None) -> str:
+    """Return the 32-hex-char blake2b digest of ``canonical_encode(value)``."""
+    buf = bytearray()
+    _encode_into(value, buf, _Ctx(fallback))
+    return hashlib.blake2b(buf, digest_size=_DIGEST_SIZE).hexdigest()
+
+
+def combine_state_hash(channel_hashes: Mapping[str, str]) -> str:
+    """Combine channel hashes (hex strings) into one state hash, in channel-name order."""
+    h = hashlib.blake2b(b"lgstate1", digest_size=_DIGEST_SIZE)
+    for name in sorted(channel_hashes):
+        h.update(_str_bytes(name))
+        h.update(_str_bytes(channel_hashes[name]))
+    return h.hexdigest()
+
+
+def _count(value: Any) -> int | None:
+    if isinstance(value, list | tuple | dict | set | frozenset):
+        return len(value)
+    return None
+
+
+# --------------------------------------------------------------------------------------------
+# StateHasher
+# --------------------------------------------------------------------------------------------
+
+
+class _ListMemo:
+    __slots__ = ("hasher", "prefix_size", "snapshot")
+
+    def __init__(self, snapshot: tuple[Any, ...], hasher: Any, prefix_size: int) -> None:
+        self.snapshot = snapshot  # the elements already fed to ``hasher`` (strong refs)
+        self.hasher = hasher  # blake2b fed with b"[" + element encodings, never finalized
+        self.prefix_size = prefix_size  # bytes fed to ``hasher``
+
+
+_MISSING: Final[object] = object()
+
+
+class StateHasher:
+    """Digests checkpoint states, reusing work across the checkpoints of a thread.
+
+    ``scope`` identifies a sequence of checkpoints whose channel versions are comparable (for
+    example ``(thread_id, checkpoint_ns)``). Thread-safe.
+
+    Args:
+        max_entries: bound of the (scope, channel, version) digest cache and of the
+            (scope, channel) "last digest seen" memo.
+        fallback: turns a value of an unknown type into bytes (type-tagged with its class
+            qualname); without it such values raise :class:`UnhashableValueError`.
+        max_list_memos: bound on the memos that hold a strong reference to the last list of a
+            (scope, channel) and its running hash (the memory they keep alive is the lists).
+    """
+
+    def __init__(
+        self,
+        max_entries: int = 10_000,
+        *,
+        fallback: _Fallback | None = None,
+        max_list_memos: int = 1024,
+    ) -> None:
+        if max_entries < 1:
+            raise ValueError(f"max_entries must be >= 1, got {max_entries!r}")
+        if max_list_memos < 0:
+            raise ValueError(f"max_list_memos must be >= 0, got {max_list_memos!r}")
+        self.max_entries = max_entries
+        self.max_list_memos = min(max_list_memos, max_entries)
+        self._fallback = fallback
+        self._digests: OrderedDict[tuple[Hashable, str, object], ChannelDigest] = OrderedDict()
+        self._last: OrderedDict[tuple[Hashable, str], ChannelDigest] = OrderedDict()
+        self._lists: OrderedDict[tuple[Hashable, str], _ListMemo] = OrderedDict()
+        self._lock = threading.Lock()
+
+    # -- cache helpers (all under the lock) --
+
+    def _put_bounded(self, od: OrderedDict[Any, Any], key: Any, value: Any, bound: int) -> None:
+        od[key] = value
+        od.move_to_end(key)
+        while len(od) > bound:
+            od.popitem(last=False)
+
+    def cache_sizes(self) -> dict[str, int]:
+        """Current number of entries of each internal cache (for tests and diagnostics)."""
+        with self._lock:
+            return {
+                "digests": len(self._digests),
+                "last": len(self._last),
+                "lists": len(self._lists),
+            }
+
+    def clear(self) -> None:
+        """Drop every cached digest and memo."""
+        with self._lock:
+            self._digests.clear()
+            self._last.clear()
+            self._lists.clear()
+
+    # -- digesting --
+
+    def _digest_list(self, key: tuple[Hashable, str], value: list[Any]) -> ChannelDigest:
+        memo: _ListMemo | None
+        with self._lock:
+            memo = self._lists.get(key)
+            if memo is not None:
+                self._lists.move_to_end(key)
+        snap = tuple(value)  # a stable copy: ``value`` may be mutated later
+        ctx = _Ctx(self._fallback)
+        buf = bytearray()
+        n = len(memo.snapshot) if memo is not None else 0
+        if (
+            memo is not None and len(snap) >= n and all(map(operator.is_, snap, memo.snapshot))
+        ):  # the new list starts with the very same element objects
+            hasher = memo.hasher.copy()
+            size = memo.prefix_size
+            rest: Any = snap[n:] if n else snap
+        else:
+            hasher = hashlib.blake2b(digest_size=_DIGEST_SIZE)
+            buf += b"["
+            size = 0
+            rest = snap
+        i = id(value)
+        ctx.active.add(i)
+        ctx.depth = 1
+        try:
+            _enc_items(rest, buf, ctx)
+        except RecursionError:
+            raise UnhashableValueError(
+                "list", reason="nested too deeply (recursion limit)"
+            ) from None
+        hasher.update(buf)
+        size += len(buf)
+        final = hasher.copy()
+        final.update(b"]")
+        digest = ChannelDigest(final.hexdigest(), size + 1, len(snap))
+        if self.max_list_memos:
+            with self._lock:
+                self._put_bounded(
+                    self._lists, key, _ListMemo(snap, hasher, size), self.max_list_memos
+                )
+        return digest
+
+    def _compute(self, scope: Hashable, channel: str, value: Any) -> ChannelDigest:
+        try:
+            if type(value) is list:
+                return self._digest_list((scope, channel), value)
+            buf = bytearray()
+            _encode_into(value, buf, _Ctx(self._fallback))
+        except UnhashableValueError as exc:
+            raise exc.with_channel(channel) from exc.__cause__
+        return ChannelDigest(
+            hashlib.blake2b(buf, digest_size=_DIGEST_SIZE).hexdigest(), len(buf), _count(value)
+        )
+
+    def digest_state(
+        self,
+        scope: Hashable,
+        values: Mapping[str, Any],
+        versions: Mapping[str, object],
+        changed: Collection[str],
+    ) -> StateDigest:
+        """Digest every channel of ``values``.
+
+        Channels not in ``changed`` whose (scope, channel, version) digest is cached are not
+        encoded again. Channels without a version in ``versions`` are always encoded (but not
+        reported as changed).
+
+        Raises:
+            UnhashableValueError: a channel value cannot be encoded (``.channel`` names it).
+        """
+        changed_set = changed if isinstance(changed, set | frozenset) else set(changed)
+        channels: dict[str, ChannelDigest] = {}
+        previous: dict[str, ChannelDigest] = {}
+        changed_present: list[str] = []
+        size_bytes = 0
+        written = 0
+        for channel, value in values.items():
+            version = versions.get(channel, _MISSING)
+            is_changed = channel in changed_set
+            digest: ChannelDigest | None = None
+            dkey = (scope, channel, version)
+            if not is_changed and version is not _MISSING:
+                with self._lock:
+                    digest = self._digests.get(dkey)
+                    if digest is not None:
+                        self._digests.move_to_end(dkey)
+            if digest is None:
+                digest = self._compute(scope, channel, value)
+                with self._lock:
+                    if version is not _MISSING:
+                        self._put_bounded(self._digests, dkey, digest, self.max_entries)
+                    lkey = (scope, channel)
+                    if is_changed:
+                        prev = self._last.get(lkey)
+                        if prev is not None:
+                            previous[channel] = prev
+                    self._put_bounded(self._last, lkey, digest, self.max_entries)
+            if is_changed:
+                changed_present.append(channel)
+                written += digest.size
+            channels[channel] = digest
+            size_bytes += digest.size
+        return StateDigest(
+            channels=channels,
+            changed=tuple(sorted(changed_present)),
+            previous=previous,
+            state_hash=combine_state_hash({c: d.hash for c, d in channels.items()}),
+            size_bytes=size_bytes,
+            written_bytes=written,
+        )

@@ -1,0 +1,622 @@
+"""Canonical, incremental channel hashing (pure: no OpenTelemetry, no saver)."""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+import decimal
+import enum
+import hashlib
+import json
+import math
+import os
+import subprocess
+import sys
+import textwrap
+import uuid
+from typing import Any
+
+import pytest
+from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
+from pydantic import BaseModel, ConfigDict
+
+from langgraph.checkpoint.otel.hashing import (
+    VOLATILE_MESSAGE_FIELDS,
+    ChannelDigest,
+    StateHasher,
+    UnhashableValueError,
+    canonical_encode,
+    combine_state_hash,
+    hash_value,
+)
+
+# --------------------------------------------------------------------------------------------
+# Canonical encoding
+# --------------------------------------------------------------------------------------------
+
+
+def test_hash_is_blake2b_16_of_the_canonical_encoding() -> None:
+    value = {"a": [1, 2.5, "x", None, True], "b": b"\x00\x01"}
+    h = hash_value(value)
+    assert len(h) == 32
+    assert int(h, 16) >= 0
+    assert h == hashlib.blake2b(canonical_encode(value), digest_size=16).hexdigest()
+
+
+def test_dict_insertion_order_does_not_matter() -> None:
+    a = {"x": 1, "y": [1, 2], "z": {"p": None, "q": "s"}, 3: "int key"}
+    b = {3: "int key", "z": {"q": "s", "p": None}, "y": [1, 2], "x": 1}
+    assert list(a) != list(b)
+    assert canonical_encode(a) == canonical_encode(b)
+
+
+def test_set_order_does_not_matter() -> None:
+    items = [f"item-{i}" for i in range(50)]
+    a = set(items)
+    b = set(reversed(items))
+    assert canonical_encode(a) == canonical_encode(b)
+    assert canonical_encode(frozenset(items)) == canonical_encode(a)  # set == frozenset
+
+
+@pytest.mark.parametrize(
+    ("left", "right"),
+    [
+        (1, True),
+        (0, False),
+        (1, 1.0),
+        (0.0, -0.0),
+        ("1", 1),
+        ("a", b"a"),
+        ([1, 2], (1, 2)),
+        ([], {}),
+        (None, ""),
+        ([[1], 2], [1, [2]]),
+        (["ab"], ["a", "b"]),
+        ({"a": 1}, {"a": 2}),
+        ({"a": 1}, {"b": 1}),
+        (decimal.Decimal("1.0"), decimal.Decimal("1")),
+        (dt.date(2024, 1, 2), dt.datetime(2024, 1, 2)),
+        (2**70, -(2**70)),
+    ],
+)
+def test_distinct_values_hash_differently(left: Any, right: Any) -> None:
+    assert hash_value(left) != hash_value(right)
+
+
+def test_nan_is_stable() -> None:
+    assert hash_value(math.nan) == hash_value(float("nan")) == hash_value(-math.nan)
+    assert hash_value([math.nan]) == hash_value([float("nan")])
+    assert hash_value(math.nan) != hash_value(math.inf)
+
+
+class Color(enum.Enum):
+    RED = "red"
+    BLUE = "blue"
+
+
+class Shade(enum.Enum):
+    RED = "red"
+
+
+@dataclasses.dataclass
+class Point:
+    x: int
+    y: int
+
+
+def test_scalars_and_stdlib_types_are_supported() -> None:
+    u = uuid.UUID("12345678-1234-5678-1234-567812345678")
+    values = [
+        dt.datetime(2024, 5, 1, 12, 30, tzinfo=dt.UTC),
+        dt.date(2024, 5, 1),
+        dt.time(12, 30),
+        dt.timedelta(days=1, seconds=3),
+        u,
+        decimal.Decimal("3.14"),
+        Color.RED,
+        Point(1, 2),
+        bytearray(b"xy"),
+        "snow ☃ and a lone surrogate \ud800",
+    ]
+    encoded = [canonical_encode(v) for v in values]
+    assert len(set(encoded)) == len(values)
+    assert canonical_encode(uuid.UUID(str(u))) == canonical_encode(u)
+    assert hash_value(Color.RED) != hash_value(Color.BLUE)
+    assert hash_value(Color.RED) != hash_value(Shade.RED)  # class qualname is part of it
+    assert hash_value(Point(1, 2)) == hash_value(Point(1, 2))
+    assert hash_value(Point(1, 2)) != hash_value(Point(2, 1))
+    assert hash_value(Point(1, 2)) != hash_value({"x": 1, "y": 2})
+
+
+class Inner(BaseModel):
+    a: int
+    b: list[str]
+
+
+class Outer(BaseModel):
+    model_config = ConfigDict(extra="allow")
+    name: str
+    inner: Inner
+
+
+def test_pydantic_models_hash_by_fields() -> None:
+    one = Outer(name="n", inner=Inner(a=1, b=["x"]))
+    two = Outer(inner=Inner(b=["x"], a=1), name="n")
+    assert one is not two
+    assert hash_value(one) == hash_value(two)
+    assert hash_value(one) != hash_value(Outer(name="n", inner=Inner(a=2, b=["x"])))
+    # extras count
+    plain = {"name": "n", "inner": {"a": 1, "b": []}}
+    assert hash_value(Outer.model_validate({**plain, "extra_field": 1})) != hash_value(
+        Outer.model_validate(plain)
+    )
+    assert hash_value(Outer.model_validate({**plain, "p": 1, "q": 2})) == hash_value(
+        Outer.model_validate({"q": 2, **plain, "p": 1})
+    )
+    # a model is not the dict of its fields
+    assert hash_value(Inner(a=1, b=[])) != hash_value({"a": 1, "b": []})
+
+
+# --------------------------------------------------------------------------------------------
+# Volatile identifiers of LangChain messages
+# --------------------------------------------------------------------------------------------
+
+
+def _conversation(run: str) -> list[Any]:
+    """The same behaviour with the identifiers a fresh run would assign."""
+    call_id = f"call_{run}"
+    return [
+        SystemMessage("be brief", id=f"sys-{run}"),
+        HumanMessage("weather in Paris?", id=f"h-{run}"),
+        AIMessage(
+            "",
+            id=f"ai-{run}",
+            tool_calls=[{"name": "search", "args": {"q": "Paris weather"}, "id": call_id}],
+            additional_kwargs={
+                "tool_calls": [
+                    {
+                        "id": call_id,
+                        "type": "function",
+                        "function": {"name": "search", "arguments": '{"q": "Paris weather"}'},
+                    }
+                ]
+            },
+            response_metadata={"model": "m", "created": run},
+            usage_metadata={"input_tokens": 3, "output_tokens": 4, "total_tokens": 7},
+        ),
+        ToolMessage("sunny", tool_call_id=call_id, name="search", id=f"t-{run}"),
+        AIMessage(
+            [{"type": "text", "text": "It is sunny.", "id": f"block-{run}"}],
+            id=f"ai2-{run}",
+        ),
+    ]
+
+
+def test_message_ids_and_tool_call_ids_do_not_change_the_hash() -> None:
+    first, second = _conversation("one"), _conversation("two")
+    assert first[2].id != second[2].id
+    assert first[2].tool_calls[0]["id"] != second[2].tool_calls[0]["id"]
+    assert hash_value(first) == hash_value(second)
+    for a, b in zip(first, second, strict=True):
+        assert hash_value(a) == hash_value(b)
+
+
+def test_message_content_and_behaviour_change_the_hash() -> None:
+    base = hash_value(_conversation("one"))
+    changed_text = _conversation("one")
+    changed_text[1] = HumanMessage("weather in Rome?", id="h-one")
+    assert hash_value(changed_text) != base
+
+    other_tool = _conversation("one")
+    other_tool[2] = AIMessage(
+        "", id="ai-one", tool_calls=[{"name": "lookup", "args": {"q": "Paris weather"}, "id": "c"}]
+    )
+    assert hash_value(other_tool) != base
+
+    other_args = AIMessage("", tool_calls=[{"name": "search", "args": {"q": "Rome"}, "id": "c"}])
+    same_args = AIMessage("", tool_calls=[{"name": "search", "args": {"q": "Paris"}, "id": "c"}])
+    assert hash_value(other_args) != hash_value(same_args)
+
+    assert hash_value(HumanMessage("hi")) != hash_value(AIMessage("hi"))  # type counts
+    assert hash_value(ToolMessage("x", tool_call_id="1", name="a")) != hash_value(
+        ToolMessage("x", tool_call_id="1", name="b")
+    )
+
+
+def test_volatile_field_set_is_documented_constant() -> None:
+    assert {"id", "response_metadata", "usage_metadata", "tool_call_id"} == set(
+        VOLATILE_MESSAGE_FIELDS
+    )
+    assert "content" not in VOLATILE_MESSAGE_FIELDS
+    assert "name" not in VOLATILE_MESSAGE_FIELDS
+
+
+# --------------------------------------------------------------------------------------------
+# Determinism across processes and hash seeds
+# --------------------------------------------------------------------------------------------
+
+_CHILD = textwrap.dedent(
+    """
+    import json, sys
+    from langchain_core.messages import AIMessage, HumanMessage
+    from langgraph.checkpoint.otel.hashing import hash_value, StateHasher
+
+    reverse = sys.argv[1] == "reverse"
+    keys = [f"k{i}" for i in range(40)]
+    if reverse:
+        keys.reverse()
+    d = {k: {"n": k, "tags": {f"t{j}" for j in range(len(k))}} for k in keys}
+    s = set(keys)
+    msgs = [HumanMessage("hello", id="h-" + sys.argv[1]),
+            AIMessage("", id="a-" + sys.argv[1],
+                      tool_calls=[{"name": "search", "args": {"b": 1, "a": 2} if reverse
+                                   else {"a": 2, "b": 1}, "id": "call-" + sys.argv[1]}])]
+    values = {"d": d, "s": s, "messages": msgs}
+    if reverse:
+        values = dict(reversed(list(values.items())))
+    digest = StateHasher().digest_state(
+        "scope", values, {c: 1 for c in values}, set(values))
+    print(json.dumps({"d": hash_value(d), "s": hash_value(s), "m": hash_value(msgs),
+                      "state": digest.state_hash}))
+    """
+)
+
+
+def test_hashes_equal_across_processes_seeds_and_insertion_orders() -> None:
+    outputs = []
+    for seed, order in (("1", "forward"), ("98765", "reverse")):
+        env = {**os.environ, "PYTHONHASHSEED": seed}
+        proc = subprocess.run(
+            [sys.executable, "-c", _CHILD, order],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=True,
+        )
+        outputs.append(json.loads(proc.stdout))
+    assert outputs[0] == outputs[1]
+    assert len(set(outputs[0].values())) == 4
+
+
+# --------------------------------------------------------------------------------------------
+# Unknown objects, cycles
+# --------------------------------------------------------------------------------------------
+
+
+class Opaque:
+    def __init__(self, payload: str) -> None:
+        self.payload = payload
+
+
+def test_unknown_object_without_fallback_raises_without_content() -> None:
+    secret = "TOP-SECRET-VALUE"
+    with pytest.raises(UnhashableValueError) as info:
+        hash_value({"k": [Opaque(secret)]})
+    assert info.value.type_name.endswith("Opaque")
+    assert info.value.channel is None
+    assert secret not in str(info.value)
+
+
+def test_unknown_object_uses_fallback_tagged_with_qualname() -> None:
+    def fallback(v: Any) -> bytes:
+        return str(v.payload).encode()
+
+    assert hash_value(Opaque("a"), fallback=fallback) == hash_value(Opaque("a"), fallback=fallback)
+    assert hash_value(Opaque("a"), fallback=fallback) != hash_value(Opaque("b"), fallback=fallback)
+    # the qualname tags the fallback bytes: a different class with the same bytes differs
+    assert hash_value(Opaque("a"), fallback=fallback) != hash_value(b"a")
+    assert b"Opaque" in canonical_encode(Opaque("a"), fallback=fallback)
+
+
+def test_failing_fallback_raises_unhashable() -> None:
+    def fallback(v: Any) -> bytes:
+        raise TypeError("nope")
+
+    with pytest.raises(UnhashableValueError):
+        hash_value(Opaque("a"), fallback=fallback)
+
+
+@pytest.mark.parametrize("kind", ["list", "dict", "nested"])
+def test_cycles_raise_unhashable_not_recursion_error(kind: str) -> None:
+    value: Any
+    if kind == "list":
+        value = [1]
+        value.append(value)
+    elif kind == "dict":
+        value = {"a": 1}
+        value["self"] = value
+    else:
+        inner: list[Any] = []
+        value = {"x": [inner]}
+        inner.append(value)
+    with pytest.raises(UnhashableValueError) as info:
+        hash_value(value)
+    assert "cycle" in str(info.value)
+
+
+def test_shared_non_cyclic_references_are_fine() -> None:
+    shared = [1, 2]
+    assert hash_value([shared, shared]) == hash_value([[1, 2], [1, 2]])
+
+
+def test_very_deep_nesting_raises_unhashable() -> None:
+    value: Any = "leaf"
+    for _ in range(5000):
+        value = [value]
+    with pytest.raises(UnhashableValueError):
+        hash_value(value)
+
+
+def test_cycle_in_a_changed_list_channel_names_the_channel() -> None:
+    value: list[Any] = [1]
+    value.append(value)
+    with pytest.raises(UnhashableValueError) as info:
+        StateHasher().digest_state("s", {"messages": value}, {"messages": 1}, {"messages"})
+    assert info.value.channel == "messages"
+
+
+# --------------------------------------------------------------------------------------------
+# State hash
+# --------------------------------------------------------------------------------------------
+
+
+def test_combine_state_hash_uses_channel_name_order() -> None:
+    a = combine_state_hash({"a": "0" * 32, "b": "1" * 32})
+    b = combine_state_hash({"b": "1" * 32, "a": "0" * 32})
+    assert a == b
+    assert a != combine_state_hash({"a": "1" * 32, "b": "0" * 32})
+    assert a != combine_state_hash({"a": "0" * 32})
+    assert len(a) == 32
+
+
+def test_digest_state_fields() -> None:
+    values = {"messages": [HumanMessage("hi")], "counter": 3, "meta": {"a": 1, "b": 2}}
+    digest = StateHasher().digest_state(
+        "t", values, {"messages": 1, "counter": 1, "meta": 1}, ["meta", "counter", "gone"]
+    )
+    assert set(digest.channels) == set(values)
+    assert digest.changed == ("counter", "meta")  # sorted, only channels present in values
+    for name, value in values.items():
+        assert digest.channels[name].hash == hash_value(value)
+        assert digest.channels[name].size == len(canonical_encode(value))
+    assert digest.channels["messages"].count == 1
+    assert digest.channels["meta"].count == 2
+    assert digest.channels["counter"].count is None
+    assert digest.size_bytes == sum(d.size for d in digest.channels.values())
+    assert digest.written_bytes == digest.channels["counter"].size + digest.channels["meta"].size
+    assert digest.state_hash == combine_state_hash({n: hash_value(v) for n, v in values.items()})
+    assert digest.previous == {}
+
+
+def test_previous_holds_the_last_digest_seen_for_the_channel() -> None:
+    hasher = StateHasher()
+    hasher.digest_state("t", {"c": {"a": 1}}, {"c": 1}, {"c"})
+    second = hasher.digest_state("t", {"c": {"a": 1, "b": 2}}, {"c": 2}, {"c"})
+    assert second.previous == {
+        "c": ChannelDigest(hash_value({"a": 1}), second.previous["c"].size, 1)
+    }
+    other_scope = hasher.digest_state("u", {"c": {"a": 1}}, {"c": 2}, {"c"})
+    assert other_scope.previous == {}
+
+
+# --------------------------------------------------------------------------------------------
+# Reuse of unchanged channels
+# --------------------------------------------------------------------------------------------
+
+
+class Counted:
+    """An unknown type whose encoding goes through a counting fallback."""
+
+    def __init__(self, n: int) -> None:
+        self.n = n
+
+
+def test_unchanged_channel_with_same_version_is_not_re_encoded() -> None:
+    calls: list[int] = []
+
+    def fallback(v: Any) -> bytes:
+        calls.append(v.n)
+        return str(v.n).encode()
+
+    hasher = StateHasher(fallback=fallback)
+    values = {"big": Counted(1), "small": 1}
+    first = hasher.digest_state("t", values, {"big": 1, "small": 1}, {"big", "small"})
+    assert calls == [1]
+    for step in range(2, 6):
+        d = hasher.digest_state(
+            "t", {"big": Counted(99), "small": step}, {"big": 1, "small": step}, {"small"}
+        )
+        # "big" kept version 1: its cached digest is reused, the new object is never encoded
+        assert d.channels["big"] == first.channels["big"]
+    assert calls == [1]
+    # a new version of "big" (even if not listed as changed) is encoded
+    hasher.digest_state("t", {"big": Counted(2), "small": 1}, {"big": 2, "small": 1}, set())
+    assert calls == [1, 2]
+    # a changed channel is always encoded, even at a cached version
+    hasher.digest_state("t", {"big": Counted(3), "small": 1}, {"big": 2, "small": 1}, {"big"})
+    assert calls == [1, 2, 3]
+    # another scope does not share the cache
+    hasher.digest_state("other", {"big": Counted(4), "small": 1}, {"big": 1, "small": 1}, set())
+    assert calls == [1, 2, 3, 4]
+
+
+def test_channel_without_version_is_always_encoded() -> None:
+    calls: list[int] = []
+
+    def fallback(v: Any) -> bytes:
+        calls.append(v.n)
+        return b""
+
+    hasher = StateHasher(fallback=fallback)
+    for _ in range(3):
+        hasher.digest_state("t", {"x": Counted(1)}, {}, set())
+    assert calls == [1, 1, 1]
+
+
+# --------------------------------------------------------------------------------------------
+# Incremental list hashing
+# --------------------------------------------------------------------------------------------
+
+
+def _digest_list(hasher: StateHasher, value: list[Any], version: int) -> ChannelDigest:
+    digest = hasher.digest_state("t", {"messages": value}, {"messages": version}, {"messages"})
+    return digest.channels["messages"]
+
+
+def _scratch(value: list[Any]) -> ChannelDigest:
+    return ChannelDigest(hash_value(value), len(canonical_encode(value)), len(value))
+
+
+def test_incremental_list_hash_equals_from_scratch() -> None:
+    hasher = StateHasher()
+    msgs: list[Any] = []
+    for i in range(30):
+        msgs = [*msgs, HumanMessage(f"q{i}"), AIMessage(f"a{i}", id=f"id{i}")]
+        assert _digest_list(hasher, msgs, i) == _scratch(msgs)
+    assert hasher.cache_sizes()["lists"] == 1
+
+
+def test_incremental_list_hash_after_prefix_breaks() -> None:
+    hasher = StateHasher()
+    a, b, c = HumanMessage("a"), AIMessage("b"), HumanMessage("c")
+    steps: list[list[Any]] = [
+        [a],
+        [a, b],
+        [a, b, c],
+        [a, AIMessage("replaced"), c],  # same length, a middle element replaced
+        [a],  # shrunk
+        [b, a],  # different first element
+        [],
+        [c, c, c],
+        [c, c, c, {"plain": [1, 2]}, 5, "s"],
+    ]
+    for version, value in enumerate(steps):
+        assert _digest_list(hasher, value, version) == _scratch(value), value
+
+
+def test_equal_but_not_identical_elements_do_not_reuse_the_prefix() -> None:
+    hasher = StateHasher()
+    first = [1, 2]
+    assert _digest_list(hasher, first, 1) == _scratch(first)
+    # 1.0 == 1 but encodes differently: an equality-based prefix check would get this wrong
+    second = [1.0, 2, 3]
+    assert _digest_list(hasher, second, 2) == _scratch(second)
+    assert _digest_list(hasher, second, 2).hash != _scratch([1, 2, 3]).hash
+
+
+def test_list_mutated_in_place_between_steps_is_handled() -> None:
+    hasher = StateHasher()
+    value: list[Any] = [HumanMessage("a"), HumanMessage("b")]
+    _digest_list(hasher, value, 1)
+    value[0] = HumanMessage("changed")  # the same list object, an element replaced
+    value.append(HumanMessage("c"))
+    assert _digest_list(hasher, value, 2) == _scratch(value)
+
+
+def test_prefix_reuse_encodes_only_new_elements() -> None:
+    calls: list[int] = []
+
+    def fallback(v: Any) -> bytes:
+        calls.append(v.n)
+        return str(v.n).encode()
+
+    hasher = StateHasher(fallback=fallback)
+    items: list[Any] = [Counted(i) for i in range(10)]
+    hasher.digest_state("t", {"l": items}, {"l": 1}, {"l"})
+    assert calls == list(range(10))
+    calls.clear()
+    items = [*items, Counted(10)]
+    d = hasher.digest_state("t", {"l": items}, {"l": 2}, {"l"})
+    assert calls == [10]
+    assert d.channels["l"] == _scratch_fb(items, fallback)
+
+
+def _scratch_fb(value: list[Any], fallback: Any) -> ChannelDigest:
+    enc = canonical_encode(value, fallback=fallback)
+    return ChannelDigest(hashlib.blake2b(enc, digest_size=16).hexdigest(), len(enc), len(value))
+
+
+def test_prefix_reuse_matches_from_scratch_for_shared_and_unshared_prefixes() -> None:
+    hasher = StateHasher()
+    a, b = HumanMessage("a"), HumanMessage("b")
+    for version, value in enumerate([[a], [a, b], [a, HumanMessage("b")], [b, b, a]]):
+        assert _digest_list(hasher, value, version) == _scratch(value)
+
+
+# --------------------------------------------------------------------------------------------
+# Bounded caches
+# --------------------------------------------------------------------------------------------
+
+
+def test_caches_stay_bounded() -> None:
+    hasher = StateHasher(max_entries=8, max_list_memos=3)
+    for i in range(200):
+        hasher.digest_state(
+            f"thread-{i}",
+            {"messages": [HumanMessage(str(i))], "n": i, "d": {"k": i}},
+            {"messages": i, "n": i, "d": i},
+            {"messages"} if i % 2 else set(),
+        )
+        sizes = hasher.cache_sizes()
+        assert sizes["digests"] <= 8
+        assert sizes["last"] <= 8
+        assert sizes["lists"] <= 3
+    assert hasher.cache_sizes() == {"digests": 8, "last": 8, "lists": 3}
+    hasher.clear()
+    assert hasher.cache_sizes() == {"digests": 0, "last": 0, "lists": 0}
+
+
+def test_lru_keeps_recently_used_entries() -> None:
+    calls: list[int] = []
+
+    def fallback(v: Any) -> bytes:
+        calls.append(v.n)
+        return b""
+
+    hasher = StateHasher(max_entries=2, fallback=fallback)
+    hasher.digest_state("a", {"x": Counted(1)}, {"x": 1}, set())
+    hasher.digest_state("b", {"x": Counted(2)}, {"x": 1}, set())
+    hasher.digest_state("a", {"x": Counted(1)}, {"x": 1}, set())  # hit, refreshes "a"
+    hasher.digest_state("c", {"x": Counted(3)}, {"x": 1}, set())  # evicts "b"
+    hasher.digest_state("a", {"x": Counted(1)}, {"x": 1}, set())  # still a hit
+    assert calls == [1, 2, 3]
+    hasher.digest_state("b", {"x": Counted(2)}, {"x": 1}, set())  # was evicted
+    assert calls == [1, 2, 3, 2]
+
+
+def test_bad_bounds_are_rejected() -> None:
+    with pytest.raises(ValueError, match="max_entries"):
+        StateHasher(max_entries=0)
+
+
+def test_concurrent_digests_of_one_scope_stay_correct() -> None:
+    import threading
+
+    hasher = StateHasher()
+    base = [HumanMessage(f"m{i}") for i in range(50)]
+    errors: list[str] = []
+
+    def worker(k: int) -> None:
+        msgs: list[Any] = list(base)
+        for step in range(40):
+            msgs = [*msgs, AIMessage(f"w{k}-{step}")]
+            d = hasher.digest_state("t", {"m": msgs}, {"m": f"{k}.{step}"}, {"m"})
+            if d.channels["m"] != _scratch(msgs):
+                errors.append(f"worker {k} step {step}")
+
+    threads = [threading.Thread(target=worker, args=(k,)) for k in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+
+
+def test_send_packets_hash_by_node_and_argument_without_a_fallback() -> None:
+    from langgraph.types import Send
+
+    assert hash_value([Send("work", {"a": 1, "b": 2})]) == hash_value(
+        [Send("work", {"b": 2, "a": 1})]
+    )
+    assert hash_value(Send("work", {"a": 1})) != hash_value(Send("other", {"a": 1}))

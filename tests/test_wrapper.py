@@ -1,0 +1,312 @@
+"""The wrapper's contract with its caller: delegation, errors, faults, options, suppression."""
+
+from __future__ import annotations
+
+import inspect
+import json
+import logging
+import subprocess
+import sys
+from collections.abc import Sequence
+from typing import Any, TypedDict
+
+import pytest
+from langgraph.checkpoint.base import BaseCheckpointSaver
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
+from langgraph.checkpoint.sqlite import SqliteSaver
+from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
+from langgraph.graph import START, StateGraph
+from opentelemetry.context import _SUPPRESS_INSTRUMENTATION_KEY, attach, detach, set_value
+from opentelemetry.sdk.metrics import MeterProvider
+from opentelemetry.sdk.trace import SpanProcessor, TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExporter, SpanExportResult
+
+from helpers import OTel
+from langgraph.checkpoint.otel import (
+    InstrumentedSaver,
+    instrument,
+    is_instrumented,
+    names,
+    telemetry,
+    uninstrument,
+)
+from langgraph.checkpoint.otel.saver import MIRRORED_METHODS, overrides, wrapper_type
+
+
+class Count(TypedDict):
+    n: int
+
+
+def inc(state: Count) -> dict[str, int]:
+    return {"n": state["n"] + 1}
+
+
+def counter_graph(saver: BaseCheckpointSaver[Any]) -> Any:
+    builder = StateGraph(Count)
+    builder.add_node("inc", inc)
+    builder.add_node("inc2", inc)
+    builder.add_edge(START, "inc")
+    builder.add_edge("inc", "inc2")
+    return builder.compile(checkpointer=saver)
+
+
+def config(thread: str = "t") -> Any:
+    return {"configurable": {"thread_id": thread}}
+
+
+def history(saver: BaseCheckpointSaver[Any], thread: str = "t") -> list[tuple[Any, ...]]:
+    return [
+        (t.checkpoint["channel_values"], t.metadata.get("step"), len(t.pending_writes or []))
+        for t in saver.list(config(thread))
+    ]
+
+
+# --- delegation -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("saver_type", [InMemorySaver, SqliteSaver, AsyncSqliteSaver])
+def test_wrapper_type_mirrors_exactly_the_inner_capabilities(saver_type: type) -> None:
+    cls = wrapper_type(saver_type)
+    for method in MIRRORED_METHODS:
+        assert overrides(cls, method) == overrides(saver_type, method), method
+    assert "task_path" in inspect.signature(cls.put_writes).parameters
+    if overrides(saver_type, "aput_writes"):
+        assert "task_path" in inspect.signature(cls.aput_writes).parameters
+
+
+def test_instrumenting_twice_returns_the_same_wrapper_and_uninstrument_returns_inner() -> None:
+    inner = InMemorySaver()
+    once = instrument(inner)
+    assert instrument(once) is once
+    assert is_instrumented(once) and not is_instrumented(inner)
+    assert uninstrument(once) is inner
+    assert uninstrument(inner) is inner
+
+
+def test_inner_extras_and_serde_are_reachable(tmp_path: Any) -> None:
+    with SqliteSaver.from_conn_string(str(tmp_path / "x.db")) as inner:
+        saver = instrument(inner)
+        assert saver.conn is inner.conn  # type: ignore[attr-defined]
+        saver.setup()  # type: ignore[attr-defined]
+        assert saver.serde is inner.serde
+        assert saver.config_specs == inner.config_specs
+        # forwarded: SqliteSaver's own string versions, not the base class's integers
+        assert str(saver.get_next_version(None, None)).startswith("0000000000000000000000000000000")
+    with pytest.raises(AttributeError):
+        _ = saver.no_such_attribute  # type: ignore[attr-defined]
+
+
+def test_with_allowlist_returns_an_instrumented_wrapper_of_the_inner_clone(otel: OTel) -> None:
+    inner = InMemorySaver(
+        serde=JsonPlusSerializer(allowed_msgpack_modules=[("json", "JSONDecoder")])
+    )
+    saver = instrument(inner, tracer_provider=otel.tracer_provider)
+    assert instrument(InMemorySaver()).with_allowlist([("a", "B")]) is not None
+    clone = saver.with_allowlist([("tests", "Thing")])
+    assert isinstance(clone, InstrumentedSaver)
+    assert clone.inner is not inner
+    assert clone.serde is clone.inner.serde
+    assert clone.serde._allowed_msgpack_modules != inner.serde._allowed_msgpack_modules  # type: ignore[attr-defined]
+    assert clone.observer is saver.observer  # type: ignore[attr-defined]
+
+
+# --- errors -----------------------------------------------------------------------------------
+
+
+class DiskFull(OSError):
+    pass
+
+
+class FailingSaver(InMemorySaver):
+    """A real InMemorySaver whose writes fail after `ok_puts` successful puts."""
+
+    def __init__(self, ok_puts: int) -> None:
+        super().__init__()
+        self.ok_puts = ok_puts
+        self.raised: list[BaseException] = []
+
+    def put(self, *args: Any, **kwargs: Any) -> Any:
+        if self.ok_puts <= 0:
+            exc = DiskFull("disk full")
+            self.raised.append(exc)
+            raise exc
+        self.ok_puts -= 1
+        return super().put(*args, **kwargs)
+
+
+def test_inner_saver_exception_propagates_as_the_same_object(otel: OTel) -> None:
+    inner = FailingSaver(ok_puts=1)
+    saver = instrument(
+        inner, tracer_provider=otel.tracer_provider, meter_provider=otel.meter_provider
+    )
+    with pytest.raises(DiskFull) as caught:
+        counter_graph(saver).invoke({"n": 0}, config(), durability="sync")
+    assert caught.value is inner.raised[0]
+    failed = [s for s in otel.spans() if s.status.status_code.name == "ERROR"]
+    assert [s.name for s in failed] == [names.SPAN_PUT]
+    assert failed[0].attributes[names.ERROR_TYPE] == "DiskFull"
+    assert "disk full" not in str(failed[0].status.description)  # no exception message
+    errors = [
+        p.attributes
+        for p in otel.metrics()[names.METRIC_OPERATION_DURATION]
+        if names.ERROR_TYPE in p.attributes
+    ]
+    assert errors == [
+        {names.OPERATION: "put", names.SAVER: "FailingSaver", names.ERROR_TYPE: "DiskFull"}
+    ]
+
+
+class RaisingProcessor(SpanProcessor):
+    def on_start(self, span: Any, parent_context: Any = None) -> None:
+        raise RuntimeError("processor on_start")
+
+    def on_end(self, span: Any) -> None:
+        raise RuntimeError("processor on_end")
+
+
+class RaisingExporter(SpanExporter):
+    def export(self, spans: Sequence[Any]) -> SpanExportResult:
+        raise RuntimeError("exporter")
+
+
+@pytest.mark.parametrize("broken", ["processor", "exporter"])
+def test_raising_telemetry_never_changes_the_graph(
+    broken: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    telemetry._FAULTS_LOGGED.clear()  # faults are logged once per process
+    provider = TracerProvider()
+    if broken == "processor":
+        provider.add_span_processor(RaisingProcessor())
+    else:
+        provider.add_span_processor(SimpleSpanProcessor(RaisingExporter()))
+    bare, inner = InMemorySaver(), InMemorySaver()
+    expected = counter_graph(bare).invoke({"n": 0}, config())
+    with caplog.at_level(logging.WARNING):
+        result = counter_graph(instrument(inner, tracer_provider=provider)).invoke(
+            {"n": 0}, config()
+        )
+        counter_graph(instrument(inner, tracer_provider=provider)).invoke(None, config())
+    assert result == expected == {"n": 2}
+    assert history(inner) == history(bare)
+    if broken == "processor":
+        faults = [r for r in caplog.records if r.name == "langgraph.checkpoint.otel"]
+        # logged once per kind of fault, not once per call
+        assert 1 <= len(faults) <= 3
+        assert len({r.getMessage() for r in faults}) == len(faults)
+
+
+class RaisingMeterProvider(MeterProvider):
+    """The real SDK provider, except that every measurement raises."""
+
+    def get_meter(self, *args: Any, **kwargs: Any) -> Any:
+        meter = super().get_meter(*args, **kwargs)
+
+        class Broken:
+            def __init__(self, instrument: Any) -> None:
+                self.instrument = instrument
+
+            def record(self, *a: Any, **k: Any) -> None:
+                raise RuntimeError("meter")
+
+            add = record
+
+        real_hist, real_counter = meter.create_histogram, meter.create_counter
+        meter.create_histogram = lambda *a, **k: Broken(real_hist(*a, **k))  # type: ignore[method-assign]
+        meter.create_counter = lambda *a, **k: Broken(real_counter(*a, **k))  # type: ignore[method-assign]
+        return meter
+
+
+def test_raising_meter_never_changes_the_graph(otel: OTel) -> None:
+    saver = instrument(
+        InMemorySaver(), tracer_provider=otel.tracer_provider, meter_provider=RaisingMeterProvider()
+    )
+    assert counter_graph(saver).invoke({"n": 0}, config()) == {"n": 2}
+    assert len([s for s in otel.spans() if s.name == names.SPAN_PUT]) == 4
+
+
+# --- options and suppression ------------------------------------------------------------------
+
+
+def test_bad_arguments_fail_at_the_call() -> None:
+    with pytest.raises(TypeError, match="BaseCheckpointSaver"):
+        instrument(object())  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="'hash_cahce_size'"):
+        instrument(InMemorySaver(), hash_cahce_size=10)
+    with pytest.raises(ValueError, match="hash_cache_size='lots'"):
+        instrument(InMemorySaver(), hash_cache_size="lots")
+
+
+def test_options_from_environment(monkeypatch: pytest.MonkeyPatch, otel: OTel) -> None:
+    monkeypatch.setenv("LANGGRAPH_OTEL_ENABLED", "false")
+    saver = instrument(InMemorySaver(), tracer_provider=otel.tracer_provider)
+    counter_graph(saver).invoke({"n": 0}, config())
+    assert otel.spans() == []
+    monkeypatch.setenv("LANGGRAPH_OTEL_MAX_CHANNEL_EVENTS", "-1")
+    with pytest.raises(ValueError, match="max_channel_events='-1'"):
+        instrument(InMemorySaver())
+
+
+def test_disabled_wrapper_stores_exactly_what_the_bare_saver_stores(otel: OTel) -> None:
+    inner = InMemorySaver()
+    saver = instrument(inner, tracer_provider=otel.tracer_provider, enabled=False)
+    counter_graph(saver).invoke({"n": 0}, config())
+    assert otel.spans() == []
+    assert all(names.METADATA_KEY not in t.metadata for t in inner.list(config()))
+
+
+def test_suppress_instrumentation_is_honoured(otel: OTel) -> None:
+    inner = InMemorySaver()
+    saver = instrument(inner, tracer_provider=otel.tracer_provider)
+    token = attach(set_value(_SUPPRESS_INSTRUMENTATION_KEY, True))
+    try:
+        assert counter_graph(saver).invoke({"n": 0}, config()) == {"n": 2}
+    finally:
+        detach(token)
+    assert otel.spans() == []
+    assert len(list(inner.list(config()))) == 4
+
+
+API_ONLY = """
+import json, sys
+from typing import TypedDict
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
+from langgraph.graph import START, StateGraph
+from langgraph.checkpoint.otel import instrument
+from langgraph.checkpoint.otel import hashing
+
+calls = []
+original = hashing.StateHasher.digest_state
+def counting(self, *a, **k):
+    calls.append(1)
+    return original(self, *a, **k)
+hashing.StateHasher.digest_state = counting
+
+class S(TypedDict):
+    n: int
+builder = StateGraph(S)
+builder.add_node("inc", lambda s: {"n": s["n"] + 1})
+builder.add_edge(START, "inc")
+inner = InMemorySaver()
+graph = builder.compile(checkpointer=instrument(inner))
+result = graph.invoke({"n": 0}, {"configurable": {"thread_id": "t"}})
+print(json.dumps({
+    "result": result,
+    "hash_calls": len(calls),
+    "stored_hashes": any("otel" in t.metadata for t in inner.list(None)),
+}))
+"""
+
+
+def test_api_only_does_no_hashing() -> None:
+    """No SDK provider configured (global API defaults): no hashing, no per-channel work."""
+    out = subprocess.run(
+        [sys.executable, "-c", API_ONLY], capture_output=True, text=True, check=True
+    ).stdout
+    report = json.loads(out.strip().splitlines()[-1])
+    assert report == {
+        "result": {"n": 1},
+        "hash_calls": 0,
+        "stored_hashes": False,
+    }
