@@ -177,7 +177,7 @@ def test_put_writes_outcomes_and_send_nodes(otel: OTel) -> None:
         ("work", "ok"),
         ("work", "ok"),
         ("ask", "interrupt"),
-        ("unknown", "resume"),
+        ("__input__", "resume"),
         ("ask", "ok"),
     ]
     # an interrupt is not an error: no span says ERROR

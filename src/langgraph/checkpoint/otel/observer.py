@@ -23,7 +23,7 @@ from langgraph.checkpoint.otel.hashing import StateDigest, StateHasher
 from langgraph.checkpoint.otel.options import InstrumentOptions
 from langgraph.checkpoint.otel.records import (
     BoundedDict,
-    node_of_task_path,
+    node_of_task,
     nodes_from_versions_seen,
     send_targets,
     task_outcome,
@@ -263,7 +263,7 @@ class CheckpointObserver:
         with self._lock:
             seen = self._last_put.get(scope)
             sends = seen.sends if seen is not None and seen.id == checkpoint_id else []
-            node = node_of_task_path(task_path, sends)
+            node = node_of_task(task_id, task_path, sends)
             if node is not None:
                 key = (*scope, checkpoint_id)
                 writers = self._writers.get(key) or set()

@@ -15,7 +15,10 @@ from langgraph.checkpoint.serde.types import ERROR, INTERRUPT, RESUME
 PULL_PREFIX = "~__pregel_pull, "
 PUSH_PREFIX = "~__pregel_push, "
 INPUT_NODE = "__input__"
-"""Pseudo node in versions_seen; never reported as a node that ran."""
+"""Pseudo node of the input, `Command` and `update_state` writes (the null task)."""
+NULL_TASK_ID = "00000000-0000-0000-0000-000000000000"
+PSEUDO_NODES = frozenset({INPUT_NODE, INTERRUPT})
+"""Keys of versions_seen that are bookkeeping, not nodes that ran."""
 
 K = TypeVar("K")
 V = TypeVar("V")
@@ -49,12 +52,15 @@ def nodes_from_versions_seen(
     )
 
 
-def node_of_task_path(task_path: str, sends: Iterable[str] = ()) -> str | None:
+def node_of_task(task_id: str, task_path: str, sends: Iterable[str] = ()) -> str | None:
     """The node a task ran, from its `task_path` (``~__pregel_pull, <node>``).
 
     Push tasks (``~__pregel_push, <index>, ...``) name the index of a `Send` in the checkpoint's
-    task channel; `sends` are the target nodes of those sends, when known.
+    task channel; `sends` are the target nodes of those sends, when known. The null task
+    (input, `Command` and `update_state` writes) is `__input__`.
     """
+    if task_id == NULL_TASK_ID:
+        return INPUT_NODE
     if task_path.startswith(PULL_PREFIX):
         node = task_path[len(PULL_PREFIX) :]
         return node.split(",", 1)[0].strip() or None

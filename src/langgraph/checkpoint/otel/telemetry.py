@@ -35,6 +35,14 @@ except PackageNotFoundError:  # pragma: no cover - running from a source tree
     PACKAGE_VERSION = "0+unknown"
 
 
+DURATION_BUCKETS: tuple[float, ...] = (
+    0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0,
+    2.5, 5.0, 10.0,
+)  # fmt: skip
+"""Seconds: checkpointer calls take from tens of microseconds (in memory) to seconds."""
+SIZE_BUCKETS: tuple[float, ...] = tuple(float(4**k) for k in range(4, 16))
+"""Bytes: 256 B to 256 MiB in powers of 4."""
+
 _FAULTS_LOGGED: set[tuple[str, type[BaseException]]] = set()
 _FAULTS_LOCK = threading.Lock()
 
@@ -94,16 +102,19 @@ class Telemetry:
             names.METRIC_OPERATION_DURATION,
             unit="s",
             description="Duration of checkpointer operations.",
+            explicit_bucket_boundaries_advisory=DURATION_BUCKETS,
         )
         self.checkpoint_size = meter.create_histogram(
             names.METRIC_CHECKPOINT_SIZE,
             unit="By",
             description="Serialized size of the whole state at each checkpoint write.",
+            explicit_bucket_boundaries_advisory=SIZE_BUCKETS,
         )
         self.channel_size = meter.create_histogram(
             names.METRIC_CHANNEL_SIZE,
             unit="By",
             description="Serialized size of each channel changed by a checkpoint write.",
+            explicit_bucket_boundaries_advisory=SIZE_BUCKETS,
         )
         self.resumes = meter.create_counter(
             names.METRIC_RESUMES, unit="{resume}", description="Runs resumed from a checkpoint."

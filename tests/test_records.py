@@ -1,0 +1,44 @@
+"""Pure readings of checkpoints."""
+
+from __future__ import annotations
+
+from langgraph.types import Send
+
+from langgraph.checkpoint.otel.records import (
+    NULL_TASK_ID,
+    node_of_task,
+    nodes_from_versions_seen,
+    send_targets,
+    task_outcome,
+)
+
+
+def test_nodes_are_the_versions_seen_entries_that_changed_without_bookkeeping_keys() -> None:
+    parent = {"__input__": {}, "agent": {"branch:to:agent": "1"}, "tools": {"x": "1"}}
+    child = {
+        "__input__": {"__start__": "2"},
+        "__interrupt__": {"branch:to:tools": "2"},
+        "agent": {"branch:to:agent": "1"},
+        "tools": {"x": "2"},
+        "new": {},
+    }
+    assert nodes_from_versions_seen(parent, child) == ["new", "tools"]
+    assert nodes_from_versions_seen(None, {"a": {}}) == ["a"]
+
+
+def test_node_of_a_task() -> None:
+    assert node_of_task("t", "~__pregel_pull, agent") == "agent"
+    assert node_of_task("t", "~__pregel_push, 1, 0", ["a", "b"]) == "b"
+    assert node_of_task("t", "~__pregel_push, 5, 0", ["a", "b"]) is None
+    assert node_of_task(NULL_TASK_ID, "") == "__input__"
+    assert node_of_task("t", "") is None
+
+
+def test_send_targets_and_outcomes() -> None:
+    assert send_targets([Send("a", 1), Send("b", 2)]) == ["a", "b"]
+    assert send_targets(None) == []
+    assert task_outcome(["x", "__error__"]) == "error"
+    assert task_outcome(["__interrupt__"]) == "interrupt"
+    assert task_outcome(["__resume__"]) == "resume"
+    assert task_outcome(["__resume__", "x"]) == "ok"
+    assert task_outcome(["x"]) == "ok"
