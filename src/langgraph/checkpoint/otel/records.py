@@ -48,7 +48,9 @@ def nodes_from_versions_seen(
     """
     previous = previous or {}
     return sorted(
-        node for node, seen in current.items() if node != INPUT_NODE and previous.get(node) != seen
+        node
+        for node, seen in current.items()
+        if node not in PSEUDO_NODES and previous.get(node) != seen
     )
 
 
