@@ -310,3 +310,13 @@ def test_api_only_does_no_hashing() -> None:
         "hash_calls": 0,
         "stored_hashes": False,
     }
+
+
+def test_a_users_own_otel_metadata_value_is_kept(otel: OTel) -> None:
+    inner = InMemorySaver()
+    saver = instrument(inner, tracer_provider=otel.tracer_provider)
+    run_config = {**config(), "metadata": {"otel": "mine"}}
+    counter_graph(saver).invoke({"n": 0}, run_config)
+    assert [t.metadata["otel"] for t in inner.list(config())] == ["mine"] * 4
+    # the spans still carry the hashes
+    assert all(names.STATE_HASH in s.attributes for s in otel.spans() if s.name == names.SPAN_PUT)

@@ -186,7 +186,7 @@ class CheckpointObserver:
             self.telemetry.record_sizes(
                 digest.size_bytes, [(c, digest.channels[c].size) for c in digest.changed]
             )
-            if self.options.store_hashes:
+            if self.options.store_hashes and not _user_claims_metadata_key(config, metadata):
                 call.metadata = {**metadata, names.METADATA_KEY: _stored_hashes(digest)}  # type: ignore[typeddict-unknown-key]
         op.set(attributes)
 
@@ -332,6 +332,18 @@ def _describe_load(op: Operation, result: Any) -> None:
     if metadata.get("source") is not None:
         attributes[names.SOURCE] = str(metadata["source"])
     op.set(attributes)
+
+
+def _user_claims_metadata_key(config: RunnableConfig, metadata: CheckpointMetadata) -> bool:
+    """Whether the stored metadata would carry a user's own value under our key.
+
+    Savers merge `config["metadata"]` and `config["configurable"]` into the stored metadata;
+    a user's value there is kept as is and no hashes are stored.
+    """
+    return any(
+        names.METADATA_KEY in source
+        for source in (metadata, config.get("metadata") or {}, config.get("configurable") or {})
+    )
 
 
 def _stored_hashes(digest: StateDigest) -> dict[str, Any]:
