@@ -1,0 +1,368 @@
+"""Overhead of langgraph-checkpoint-otel, as ratios against the bare saver of the same run.
+
+    .venv/bin/python benchmarks/run.py            # full run (~3 min on 2 cores)
+    .venv/bin/python benchmarks/run.py --quick    # ~30 s, noisier
+
+Prints a table and a PASS/FAIL summary per target, writes .bench/results.json, and always
+exits 0 (it is a report, not a test). See benchmarks/README.md for the method.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import os
+import platform
+import statistics
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from importlib.metadata import version
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import _harness as h
+from langchain_core.messages import HumanMessage
+
+ROOT = Path(__file__).resolve().parent.parent
+GRAPH_TARGETS = {"sqlite": 1.10, "memory": 1.25}
+HISTORY_TARGET = 2.0
+SIZES = {"10KB": 10 * 1024, "10MB": 10 * 1024 * 1024}
+
+
+@dataclass
+class Plan:
+    graph_rounds: dict[str, int]  # saver kind -> interleaved rounds per durability
+    graph_warmup: int
+    history_turns: dict[str, int]  # size label -> measured turns per variant
+    label: str
+
+
+FULL = Plan({"memory": 250, "sqlite": 100}, 15, {"10KB": 80, "10MB": 9}, "full")
+QUICK = Plan({"memory": 40, "sqlite": 8}, 4, {"10KB": 20, "10MB": 2}, "quick")
+
+
+def log(msg: str) -> None:
+    print(msg, file=sys.stderr, flush=True)
+
+
+# --- 1. 10-node linear graph: instrumented / bare invoke time --------------------------------
+
+
+def bench_graph(saver_kind: str, durability: str, plan: Plan, tmp: str) -> dict[str, Any]:
+    builder = h.linear_graph(10)
+    tels = {"memory": h.Telemetry("memory"), "noop": h.Telemetry("noop")}
+    graphs: dict[str, Any] = {}
+    for variant in ("bare", "inst_memory", "inst_noop"):
+        path = os.path.join(tmp, f"{saver_kind}-{durability}-{variant}.sqlite")
+        saver = h.make_saver(saver_kind, path)
+        if variant != "bare":
+            saver = h.instrumented(saver, tels[variant.removeprefix("inst_")])
+        graphs[variant] = builder.compile(checkpointer=saver)
+    order = list(graphs)
+
+    def run(variant: str) -> float:
+        inp = {"messages": [HumanMessage("hello")], "count": 0}
+        t0 = time.perf_counter_ns()
+        graphs[variant].invoke(inp, h.fresh_config(), durability=durability)
+        return (time.perf_counter_ns() - t0) / 1e6
+
+    for _ in range(plan.graph_warmup):
+        for v in order:
+            run(v)
+    gc.collect()
+    times: dict[str, list[float]] = {v: [] for v in order}
+    rounds = plan.graph_rounds[saver_kind]
+    for r in range(rounds):
+        # Rotate the order every round so each variant takes each position equally often
+        # (cancels drift and "runs right after the instrumented one" effects).
+        k = r % len(order)
+        for v in order[k:] + order[:k]:
+            times[v].append(run(v))
+        for tel in tels.values():
+            tel.drop_exported()
+    spans_check = tels["memory"].finished_spans()
+    for tel in tels.values():
+        tel.shutdown()
+
+    result: dict[str, Any] = {
+        "saver": saver_kind,
+        "durability": durability,
+        "rounds": rounds,
+        "invoke_ms": {v: h.summary(t) for v, t in times.items()},
+        "ratios": {},
+    }
+    bare_med = statistics.median(times["bare"])
+    for v in ("inst_memory", "inst_noop"):
+        lo, hi = h.bootstrap_ratio_ci(times[v], times["bare"])
+        paired = [a / b for a, b in zip(times[v], times["bare"], strict=True)]
+        result["ratios"][v] = {
+            "ratio_of_medians": statistics.median(times[v]) / bare_med,
+            "ci95": [lo, hi],
+            "paired_ratio": h.summary(paired),
+        }
+    result["spans_exported_after_last_round"] = spans_check
+    return result
+
+
+# --- 2. per-put added time vs history size ------------------------------------------------
+
+
+def bench_history(size_label: str, plan: Plan) -> dict[str, Any]:
+    target_bytes = SIZES[size_label]
+    bare = h.TimedInMemorySaver()
+    per_msg = len(bare.serde.dumps_typed(h.history_messages(200, "probe"))[1]) / 200
+    n_msgs = max(1, round(target_bytes / per_msg))
+    tel = h.Telemetry("memory")
+    inner = h.TimedInMemorySaver()
+    inst = h.instrumented(inner, tel)
+    outer = h.OuterPutTimer(inst)
+    builder = h.linear_graph(1)
+    graphs = {
+        "bare": builder.compile(checkpointer=bare),
+        "inst": builder.compile(checkpointer=inst),
+    }
+    cfgs = {v: {"configurable": {"thread_id": f"history-{size_label}-{v}"}} for v in graphs}
+
+    # Pre-fill each thread through its own saver: the instrumented saver sees (and caches)
+    # the whole history, exactly as it would have while the conversation grew.
+    prefill_s = {}
+    for v, g in graphs.items():
+        t0 = time.perf_counter()
+        g.invoke({"messages": h.history_messages(n_msgs, v)}, cfgs[v])
+        prefill_s[v] = time.perf_counter() - t0
+    state = graphs["bare"].get_state(cfgs["bare"]).values["messages"]
+    stored_bytes = len(bare.serde.dumps_typed(state)[1])
+
+    def turn(v: str, i: int) -> float:
+        t0 = time.perf_counter_ns()
+        graphs[v].invoke({"count": i}, cfgs[v])  # one node run: appends exactly one message
+        return (time.perf_counter_ns() - t0) / 1e6
+
+    # One unmeasured turn each: the instrumented saver's caches are now warm from the previous
+    # put of this very thread (as in a long-running agent).
+    for v in graphs:
+        turn(v, -1)
+    for timer in (bare, inner, outer):
+        timer.put_times.clear()
+    gc.collect()
+    invoke: dict[str, list[float]] = {"bare": [], "inst": []}
+    turns = plan.history_turns[size_label]
+    for r in range(turns):
+        for v in ("bare", "inst") if r % 2 == 0 else ("inst", "bare"):
+            invoke[v].append(turn(v, r))
+        tel.drop_exported()
+        if size_label == "10MB":
+            gc.collect()  # outside the timed region; keeps the many 10 MB blobs from piling up
+    tel.shutdown()
+
+    def msg_puts(timer: Any) -> list[float]:
+        return [ns / 1e6 for wrote, ns in timer.put_times if wrote]
+
+    bare_put, inst_put, inner_put = msg_puts(bare), msg_puts(outer), msg_puts(inner)
+    # The outer and inner shims of the instrumented saver record the very same calls, in order.
+    added_paired = [o - i for o, i in zip(inst_put, inner_put, strict=True)]
+    lo, hi = h.bootstrap_diff_ci(inst_put, bare_put)
+    return {
+        "size": size_label,
+        "messages": n_msgs + 1,
+        "stored_channel_bytes": stored_bytes,
+        "turns": turns,
+        "prefill_s": prefill_s,
+        "put_ms": {
+            "bare": h.summary(bare_put),
+            "inst": h.summary(inst_put),
+            "inst_inner": h.summary(inner_put),
+        },
+        "added_ms": {
+            "paired_exclusive": h.summary(added_paired),
+            "median_difference": statistics.median(inst_put) - statistics.median(bare_put),
+            "median_difference_ci95": [lo, hi],
+        },
+        "invoke_ms": {v: h.summary(t) for v, t in invoke.items()},
+        "invoke_ratio_of_medians": statistics.median(invoke["inst"])
+        / statistics.median(invoke["bare"]),
+    }
+
+
+# --- report -------------------------------------------------------------------------------
+
+
+def fmt_ms(s: dict[str, float]) -> str:
+    return f"{s['median']:9.2f} ms (IQR {s['iqr']:.2f})"
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="~30 s run with fewer repetitions")
+    parser.add_argument("--out", default=str(ROOT / ".bench" / "results.json"))
+    parser.add_argument(
+        "--only", choices=("graph", "history"), help="run only one of the two benchmarks"
+    )
+    args = parser.parse_args()
+    plan = QUICK if args.quick else FULL
+    started = time.perf_counter()
+    results: dict[str, Any] = {
+        "mode": plan.label,
+        "environment": {
+            "python": platform.python_version(),
+            "platform": platform.platform(),
+            "cpus": os.cpu_count(),
+            **{
+                p: version(p)
+                for p in (
+                    "langgraph",
+                    "langgraph-checkpoint",
+                    "langgraph-checkpoint-sqlite",
+                    "langchain-core",
+                    "opentelemetry-sdk",
+                    "langgraph-checkpoint-otel",
+                )
+            },
+        },
+        "graph": [],
+        "history": [],
+    }
+
+    with tempfile.TemporaryDirectory(prefix="lgotel-bench-") as tmp:
+        if args.only in (None, "graph"):
+            for saver_kind in ("sqlite", "memory"):
+                for durability in ("async", "sync"):
+                    log(f"[graph] {saver_kind} durability={durability} ...")
+                    results["graph"].append(bench_graph(saver_kind, durability, plan, tmp))
+                    gc.collect()
+        if args.only in (None, "history"):
+            for size in SIZES:
+                log(f"[history] InMemorySaver, messages channel ~{size} ...")
+                results["history"].append(bench_history(size, plan))
+                gc.collect()
+    results["elapsed_s"] = time.perf_counter() - started
+
+    targets = evaluate(results)
+    results["targets"] = targets
+    print_report(results, targets)
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(results, indent=2))
+    print(f"\nresults written to {out}  (elapsed {results['elapsed_s']:.0f} s, mode {plan.label})")
+    return 0
+
+
+def evaluate(results: dict[str, Any]) -> list[dict[str, Any]]:
+    targets: list[dict[str, Any]] = []
+    for g in results["graph"]:
+        limit = GRAPH_TARGETS[g["saver"]]
+        for v, r in g["ratios"].items():
+            primary = g["durability"] == "async"
+            value = r["ratio_of_medians"]
+            targets.append(
+                {
+                    "name": f"10-node graph, {g['saver']}, durability={g['durability']}, "
+                    f"exporter={v.removeprefix('inst_')}: instrumented/bare invoke",
+                    "value": value,
+                    "ci95": r["ci95"],
+                    "limit": limit,
+                    "kind": "target" if primary else "secondary",
+                    "status": "PASS" if value <= limit else "FAIL",
+                }
+            )
+    hist = {x["size"]: x for x in results["history"]}
+    if {"10KB", "10MB"} <= hist.keys():
+        small = hist["10KB"]["added_ms"]["paired_exclusive"]["median"]
+        big = hist["10MB"]["added_ms"]["paired_exclusive"]["median"]
+        value = big / small
+        targets.append(
+            {
+                "name": "added put time, 10 MB / 10 KB history (InMemorySaver, paired exclusive)",
+                "value": value,
+                "limit": HISTORY_TARGET,
+                "kind": "target",
+                "status": "PASS" if value <= HISTORY_TARGET else "FAIL",
+                "added_ms": {"10KB": small, "10MB": big},
+            }
+        )
+        small_d = hist["10KB"]["added_ms"]["median_difference"]
+        big_d = hist["10MB"]["added_ms"]["median_difference"]
+        if small_d > 0:
+            value = big_d / small_d
+            targets.append(
+                {
+                    "name": "added put time, 10 MB / 10 KB history (median difference cross-check)",
+                    "value": value,
+                    "limit": HISTORY_TARGET,
+                    "kind": "secondary",
+                    "status": "PASS" if value <= HISTORY_TARGET else "FAIL",
+                    "added_ms": {"10KB": small_d, "10MB": big_d},
+                }
+            )
+    return targets
+
+
+def print_report(results: dict[str, Any], targets: list[dict[str, Any]]) -> None:
+    env = results["environment"]
+    print(
+        f"\nlanggraph-checkpoint-otel overhead ({results['mode']} run; python {env['python']}, "
+        f"langgraph {env['langgraph']}, otel-sdk {env['opentelemetry-sdk']}, {env['cpus']} CPUs)"
+    )
+    if results["graph"]:
+        print("\n1. 10-node linear graph, invoke wall time (median, IQR); fresh thread per invoke")
+        print(
+            f"{'saver':8} {'durab.':6} {'rounds':>6} {'bare':>26} {'instr. in-mem exp.':>26} "
+            f"{'instr. no-op exp.':>26}   ratio mem [95% CI]   ratio noop [95% CI]"
+        )
+        for g in results["graph"]:
+            t, r = g["invoke_ms"], g["ratios"]
+            rm, rn = r["inst_memory"], r["inst_noop"]
+            print(
+                f"{g['saver']:8} {g['durability']:6} {g['rounds']:6d} {fmt_ms(t['bare']):>26} "
+                f"{fmt_ms(t['inst_memory']):>26} {fmt_ms(t['inst_noop']):>26}   "
+                f"{rm['ratio_of_medians']:5.3f} [{rm['ci95'][0]:.3f},{rm['ci95'][1]:.3f}]  "
+                f"{rn['ratio_of_medians']:5.3f} [{rn['ci95'][0]:.3f},{rn['ci95'][1]:.3f}]"
+            )
+    if results["history"]:
+        print(
+            "\n2. InMemorySaver, 1-node graph appending one message per turn to a pre-filled "
+            "thread;\n   put = the put that writes `messages` (median, IQR); "
+            "added = instrumented put - inner put, per call"
+        )
+        print(
+            f"{'history':8} {'msgs':>6} {'stored':>9} {'turns':>5} {'bare put':>24} "
+            f"{'instr. put':>24} {'added (paired)':>24} {'added (diff of med.) [CI]':>30} "
+            f"{'invoke ratio':>12}"
+        )
+        for x in results["history"]:
+            p, a = x["put_ms"], x["added_ms"]
+            ci = a["median_difference_ci95"]
+            print(
+                f"{x['size']:8} {x['messages']:6d} {x['stored_channel_bytes'] / 1e6:7.2f}MB "
+                f"{x['turns']:5d} {fmt_ms(p['bare']):>24} {fmt_ms(p['inst']):>24} "
+                f"{fmt_ms(a['paired_exclusive']):>24} "
+                f"{a['median_difference']:9.2f} [{ci[0]:.2f},{ci[1]:.2f}] ms    "
+                f"{x['invoke_ratio_of_medians']:8.2f}"
+            )
+    print("\nSUMMARY")
+    for t in targets:
+        extra = ""
+        if "added_ms" in t:
+            extra = f"  (added {t['added_ms']['10MB']:.3f} ms vs {t['added_ms']['10KB']:.3f} ms)"
+        elif "ci95" in t:
+            extra = f"  [95% CI {t['ci95'][0]:.3f}-{t['ci95'][1]:.3f}]"
+        if t["kind"] == "target":
+            mark = "PASS" if t["status"] == "PASS" else "*** FAIL ***"
+        else:
+            mark = f"info ({'within' if t['status'] == 'PASS' else 'over'} limit)"
+        print(f"  {mark:24} {t['value']:8.3f} <= {t['limit']:<5}  {t['name']}{extra}")
+    failed = [t for t in targets if t["kind"] == "target" and t["status"] == "FAIL"]
+    n = sum(t["kind"] == "target" for t in targets)
+    if failed:
+        print(f"\n!!! {len(failed)} of {n} TARGETS FAILED !!!")
+    else:
+        print(f"\nall {n} targets passed")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
