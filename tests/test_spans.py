@@ -56,15 +56,15 @@ INPUT = {"messages": [HumanMessage("weather?")], "count": 0}
 
 AGENT_TREE = """\
 get
-put step=-1 source=input nodes=[] channels_changed=[__start__]
+put step=-1 source=input nodes=[] channels_changed=[]
 put_writes node=__start__ outcome=ok channels=[branch:to:agent,count,messages]
-put step=0 source=loop nodes=[__start__] channels_changed=[__start__,branch:to:agent,count,messages]
+put step=0 source=loop nodes=[__start__] channels_changed=[count,messages]
 put_writes node=agent outcome=ok channels=[branch:to:tools,count,messages]
-put step=1 source=loop nodes=[agent] channels_changed=[branch:to:agent,branch:to:tools,count,messages]
+put step=1 source=loop nodes=[agent] channels_changed=[count,messages]
 put_writes node=tools outcome=ok channels=[branch:to:answer,messages]
-put step=2 source=loop nodes=[tools] channels_changed=[branch:to:answer,branch:to:tools,messages]
+put step=2 source=loop nodes=[tools] channels_changed=[messages]
 put_writes node=answer outcome=ok channels=[count,messages]
-put step=3 source=loop nodes=[answer] channels_changed=[branch:to:answer,count,messages]"""
+put step=3 source=loop nodes=[answer] channels_changed=[count,messages]"""
 
 
 def test_span_tree_of_an_agent_run(otel: OTel, tmp_path: Any) -> None:

@@ -97,6 +97,10 @@ META_FORMAT: Final = "v"
 META_STATE_HASH: Final = "state_hash"
 META_CHANNELS: Final = "channels"
 """channel name -> [hash, size_bytes] for every channel in the checkpoint."""
+META_NODES: Final = "nodes"
+"""the nodes whose writes the checkpoint applies (as on the put span)."""
+META_CARRIER_KEYS: Final = ("traceparent", "tracestate")
+"""W3C trace context of the put span that wrote the checkpoint (never baggage)."""
 META_FORMAT_VERSION: Final = 1
 
 

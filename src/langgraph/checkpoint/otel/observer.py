@@ -10,21 +10,37 @@ import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any
 
 from langchain_core.runnables import RunnableConfig
-from langgraph.checkpoint.base import ChannelVersions, Checkpoint, CheckpointMetadata
+from langgraph.checkpoint.base import (
+    ChannelVersions,
+    Checkpoint,
+    CheckpointMetadata,
+    CheckpointTuple,
+)
 from opentelemetry.metrics import MeterProvider
 from opentelemetry.trace import TracerProvider
 from opentelemetry.util.types import AttributeValue
 
 from langgraph.checkpoint.otel import names
 from langgraph.checkpoint.otel.hashing import StateDigest, StateHasher
+from langgraph.checkpoint.otel.lineage import (
+    LoadedCheckpoint,
+    Resume,
+    RunStart,
+    classify_resume,
+    parse_carrier,
+)
 from langgraph.checkpoint.otel.options import InstrumentOptions
 from langgraph.checkpoint.otel.records import (
     BoundedDict,
+    StoredTelemetry,
+    is_state_channel,
     node_of_task,
     nodes_from_versions_seen,
+    read_stored_telemetry,
     send_targets,
     task_outcome,
 )
@@ -60,16 +76,33 @@ class ListCall:
 
 @dataclass(slots=True)
 class LoadCall:
-    """A load in progress: `done()` reports what was loaded."""
+    """A load in progress: `done()` reports what was loaded and returns it unchanged.
+
+    When the load starts a run from an explicit checkpoint id, the saver also loads the
+    thread's latest checkpoint (`wants_latest`) so a replay of an older one is told apart.
+    """
 
     op: Operation | None = None
-    _finish: Callable[[Operation, Any], None] | None = field(default=None, repr=False)
+    run: RunStart | None = None
+    config: RunnableConfig | None = None
+    _finish: Callable[[LoadCall, Any, Any], None] | None = field(default=None, repr=False)
 
-    def done(self, result: Any) -> Any:
+    @property
+    def wants_latest(self) -> bool:
+        """Whether the saver should also pass the thread's latest checkpoint to `done`."""
+        return self.op is not None and self.run is not None and self.run.explicit_checkpoint
+
+    def done(self, result: Any, latest: Any = None) -> Any:
         """Report the loaded checkpoint (if any) and return it unchanged."""
         if self.op is not None and self._finish is not None:
-            self.op.telemetry.guard("describe load", self._finish, self.op, result)
+            self.op.telemetry.guard("describe load", self._finish, self, result, latest)
         return result
+
+
+def latest_config(config: RunnableConfig) -> RunnableConfig:
+    """`config` addressing the thread's latest checkpoint instead of a specific one."""
+    configurable = {**(config.get("configurable") or {}), "checkpoint_id": None}
+    return {**config, "configurable": configurable}
 
 
 def config_attributes(config: RunnableConfig | None) -> dict[str, AttributeValue]:
@@ -113,6 +146,7 @@ class CheckpointObserver:
         self._writers: BoundedDict[tuple[str, str, str], set[str]] = BoundedDict(
             options.hash_cache_size
         )
+        self._resumed_from: BoundedDict[Scope, str] = BoundedDict(options.hash_cache_size)
 
     def active(self) -> bool:
         """Whether this call should produce telemetry at all."""
@@ -157,7 +191,7 @@ class CheckpointObserver:
         metadata = call.metadata
         attributes: dict[str, AttributeValue] = {
             names.NODES: nodes,
-            names.CHANNELS_CHANGED: sorted(new_versions),
+            names.CHANNELS_CHANGED: sorted(c for c in new_versions if is_state_channel(c)),
             names.VERSION: int(checkpoint.get("v", 0)),
         }
         if parent_id is not None:
@@ -166,6 +200,10 @@ class CheckpointObserver:
             attributes[names.STEP] = metadata["step"]
         if metadata.get("source") is not None:
             attributes[names.SOURCE] = str(metadata["source"])
+        with self._lock:
+            resumed_from = self._resumed_from.pop(scope, None)
+        if resumed_from is not None:
+            attributes[names.RESUME_FROM_CHECKPOINT_ID] = resumed_from
 
         digest: StateDigest | None = None
         if op.recording or self.telemetry.metrics_recording():
@@ -178,17 +216,27 @@ class CheckpointObserver:
                     checkpoint.get("channel_versions") or {},
                     [c for c in new_versions if c in values],
                 )
+        state_hash: str | None = None
+        channel_digests: dict[str, tuple[str, int]] = {}
         if digest is not None:
             attributes[names.STATE_HASH] = digest.state_hash
             attributes[names.SIZE_BYTES] = digest.size_bytes
             attributes[names.WRITTEN_BYTES] = digest.written_bytes
-            self._channel_events(op, digest, values)
+            state_changes = [c for c in digest.changed if is_state_channel(c)]
+            self._channel_events(op, digest, state_changes, values)
             self.telemetry.record_sizes(
-                digest.size_bytes, [(c, digest.channels[c].size) for c in digest.changed]
+                digest.size_bytes, [(c, digest.channels[c].size) for c in state_changes]
             )
-            if self.options.store_hashes and not _user_claims_metadata_key(config, metadata):
-                call.metadata = {**metadata, names.METADATA_KEY: _stored_hashes(digest)}  # type: ignore[typeddict-unknown-key]
+            if self.options.store_hashes:
+                state_hash = digest.state_hash
+                channel_digests = {name: (d.hash, d.size) for name, d in digest.channels.items()}
         op.set(attributes)
+        context = op.trace_context()
+        if (state_hash or context) and not _user_claims_metadata_key(config, metadata):
+            stored = StoredTelemetry(
+                state_hash, channel_digests, tuple(nodes), context.carrier() if context else {}
+            )
+            call.metadata = {**metadata, names.METADATA_KEY: stored.to_metadata()}  # type: ignore[typeddict-unknown-key]
 
     def _nodes_applied(
         self, scope: Scope, parent_id: str | None, checkpoint: Checkpoint
@@ -209,11 +257,15 @@ class CheckpointObserver:
         return sorted(nodes)
 
     def _channel_events(
-        self, op: Operation, digest: StateDigest, values: Mapping[str, Any]
+        self,
+        op: Operation,
+        digest: StateDigest,
+        channels: Sequence[str],
+        values: Mapping[str, Any],
     ) -> None:
         if not op.recording:
             return
-        changed = sorted(digest.changed, key=lambda c: -digest.channels[c].size)
+        changed = sorted(channels, key=lambda c: -digest.channels[c].size)
         for channel in changed[: self.options.max_channel_events]:
             channel_digest = digest.channels[channel]
             previous = digest.previous.get(channel)
@@ -285,13 +337,54 @@ class CheckpointObserver:
     # --- reads and maintenance --------------------------------------------------------------
 
     @contextmanager
-    def load(self, config: RunnableConfig) -> Iterator[LoadCall]:
-        """Observe a load (get / get_tuple); `LoadCall.done(result)` reports the result."""
+    def load(self, config: RunnableConfig, run: RunStart | None = None) -> Iterator[LoadCall]:
+        """Observe a load (get / get_tuple); `LoadCall.done(result)` reports the result.
+
+        `run` is set when the load starts a run (see `pregel_signals.run_start`): then a load
+        of an existing checkpoint is a resume, renamed `langgraph.checkpoint.resume`.
+        """
         if not self.active():
             yield LoadCall()
             return
         with self.telemetry.operation(names.SPAN_GET, "get", config_attributes(config)) as op:
-            yield LoadCall(op, _describe_load)
+            yield LoadCall(op, run, config, self._describe_load)
+
+    def _describe_load(self, call: LoadCall, result: Any, latest: Any) -> None:
+        op = call.op
+        if op is None or result is None:
+            return
+        attributes = _loaded_attributes(result)
+        if call.run is not None and call.config is not None and isinstance(result, CheckpointTuple):
+            resume = self._classify(call.run, result, latest)
+            op.rename(names.SPAN_RESUME, "resume")
+            attributes.update(_resume_attributes(resume, result))
+            stored = read_stored_telemetry(result.metadata)
+            writer = parse_carrier(stored.carrier if stored else None)
+            if writer is not None:
+                op.link(writer, {names.LINK_TYPE: LINK_CHECKPOINT_WRITER})
+            with self._lock:
+                self._resumed_from[_scope(result.config)] = resume.from_checkpoint_id
+            self.telemetry.count_resume(resume.kind)
+        op.set(attributes)
+
+    @staticmethod
+    def _classify(run: RunStart, loaded: CheckpointTuple, latest: Any) -> Resume:
+        explicit = run.explicit_checkpoint and (
+            isinstance(latest, CheckpointTuple)
+            and latest.checkpoint["id"] != loaded.checkpoint["id"]
+        )
+        stored = read_stored_telemetry(loaded.metadata)
+        facts = LoadedCheckpoint(
+            checkpoint_id=str(loaded.checkpoint["id"]),
+            source=(loaded.metadata or {}).get("source"),
+            channel_values=loaded.checkpoint.get("channel_values") or {},
+            pending_write_channels=[w[1] for w in loaded.pending_writes or ()],
+            nodes=stored.nodes if stored else (),
+        )
+        return classify_resume(
+            facts,
+            RunStart(explicit, run.interrupt_before, run.interrupt_after),
+        )
 
     @contextmanager
     def listing(self, config: RunnableConfig | None, limit: int | None) -> Iterator[ListCall]:
@@ -321,9 +414,10 @@ class CheckpointObserver:
             yield
 
 
-def _describe_load(op: Operation, result: Any) -> None:
-    if result is None:
-        return
+LINK_CHECKPOINT_WRITER = "checkpoint_writer"
+
+
+def _loaded_attributes(result: Any) -> dict[str, AttributeValue]:
     checkpoint = getattr(result, "checkpoint", result)
     attributes: dict[str, AttributeValue] = {names.CHECKPOINT_ID: str(checkpoint.get("id", ""))}
     metadata = getattr(result, "metadata", None) or {}
@@ -331,7 +425,32 @@ def _describe_load(op: Operation, result: Any) -> None:
         attributes[names.STEP] = metadata["step"]
     if metadata.get("source") is not None:
         attributes[names.SOURCE] = str(metadata["source"])
-    op.set(attributes)
+    return attributes
+
+
+def _resume_attributes(resume: Resume, loaded: CheckpointTuple) -> dict[str, AttributeValue]:
+    attributes: dict[str, AttributeValue] = {
+        names.RESUME_KIND: resume.kind,
+        names.RESUME_FROM_CHECKPOINT_ID: resume.from_checkpoint_id,
+        names.RESUME_PENDING_WRITES: resume.pending_writes,
+        names.RESUME_TASKS: list(resume.tasks),
+    }
+    age = _age_seconds(loaded.checkpoint.get("ts"))
+    if age is not None:
+        attributes[names.RESUME_CHECKPOINT_AGE_S] = age
+    return attributes
+
+
+def _age_seconds(timestamp: Any) -> float | None:
+    if not isinstance(timestamp, str):
+        return None
+    try:
+        written = datetime.fromisoformat(timestamp)
+    except ValueError:
+        return None
+    if written.tzinfo is None:
+        written = written.replace(tzinfo=UTC)
+    return max(0.0, (datetime.now(UTC) - written).total_seconds())
 
 
 def _user_claims_metadata_key(config: RunnableConfig, metadata: CheckpointMetadata) -> bool:
@@ -344,13 +463,3 @@ def _user_claims_metadata_key(config: RunnableConfig, metadata: CheckpointMetada
         names.METADATA_KEY in source
         for source in (metadata, config.get("metadata") or {}, config.get("configurable") or {})
     )
-
-
-def _stored_hashes(digest: StateDigest) -> dict[str, Any]:
-    return {
-        names.META_FORMAT: names.META_FORMAT_VERSION,
-        names.META_STATE_HASH: digest.state_hash,
-        names.META_CHANNELS: {
-            name: [channel.hash, channel.size] for name, channel in sorted(digest.channels.items())
-        },
-    }

@@ -8,9 +8,12 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
 from langgraph.checkpoint.serde.types import ERROR, INTERRUPT, RESUME
+
+from langgraph.checkpoint.otel import names
 
 PULL_PREFIX = "~__pregel_pull, "
 PUSH_PREFIX = "~__pregel_push, "
@@ -95,3 +98,58 @@ def task_outcome(channels: Iterable[str]) -> str:
     if written == {RESUME}:
         return "resume"
     return "ok"
+
+
+def is_state_channel(channel: str) -> bool:
+    """Whether a channel holds graph state, not LangGraph bookkeeping.
+
+    `branch:to:<node>` triggers and dunder channels (`__start__`, `__pregel_tasks`) are
+    bookkeeping: they are hashed with the state but get no channel event or metric.
+    """
+    return not (channel.startswith("branch:to:") or channel.startswith("__"))
+
+
+@dataclass(frozen=True, slots=True)
+class StoredTelemetry:
+    """What the wrapper stored in a checkpoint's metadata under `names.METADATA_KEY`."""
+
+    state_hash: str | None = None
+    channels: Mapping[str, tuple[str, int]] = field(default_factory=dict)
+    """channel -> (hash, size_bytes), for every channel in the checkpoint."""
+    nodes: tuple[str, ...] = ()
+    carrier: Mapping[str, str] = field(default_factory=dict)
+    """W3C trace context of the put span that wrote the checkpoint."""
+
+    def to_metadata(self) -> dict[str, Any]:
+        """The JSON-compatible value stored under `names.METADATA_KEY`."""
+        value: dict[str, Any] = {names.META_FORMAT: names.META_FORMAT_VERSION}
+        if self.state_hash is not None:
+            value[names.META_STATE_HASH] = self.state_hash
+            value[names.META_CHANNELS] = {
+                name: [digest, size] for name, (digest, size) in sorted(self.channels.items())
+            }
+        value[names.META_NODES] = list(self.nodes)
+        value.update(self.carrier)
+        return value
+
+
+def read_stored_telemetry(metadata: Mapping[str, Any] | None) -> StoredTelemetry | None:
+    """The wrapper's stored telemetry in checkpoint metadata; None if absent or foreign."""
+    value = (metadata or {}).get(names.METADATA_KEY)
+    if not isinstance(value, Mapping) or value.get(names.META_FORMAT) != names.META_FORMAT_VERSION:
+        return None
+    channels: dict[str, tuple[str, int]] = {}
+    raw_channels = value.get(names.META_CHANNELS)
+    if isinstance(raw_channels, Mapping):
+        for name, pair in raw_channels.items():
+            if isinstance(pair, list | tuple) and len(pair) == 2:
+                channels[str(name)] = (str(pair[0]), int(pair[1]))
+    state_hash = value.get(names.META_STATE_HASH)
+    raw_nodes = value.get(names.META_NODES)
+    nodes = tuple(str(n) for n in raw_nodes) if isinstance(raw_nodes, list | tuple) else ()
+    carrier = {
+        k: v for k, v in value.items() if k in names.META_CARRIER_KEYS and isinstance(v, str)
+    }
+    return StoredTelemetry(
+        state_hash if isinstance(state_hash, str) else None, channels, nodes, carrier
+    )

@@ -8,6 +8,7 @@ defines exactly the checkpointer methods the inner type overrides, so capability
 
 from __future__ import annotations
 
+import sys
 from collections.abc import AsyncIterator, Collection, Iterator, Mapping, Sequence
 from typing import Any, cast
 
@@ -23,7 +24,12 @@ from langgraph.checkpoint.base import (
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
 from langgraph.checkpoint.otel import names
-from langgraph.checkpoint.otel.observer import CheckpointObserver, config_attributes
+from langgraph.checkpoint.otel.observer import (
+    CheckpointObserver,
+    config_attributes,
+    latest_config,
+)
+from langgraph.checkpoint.otel.pregel_signals import run_start
 
 Saver = BaseCheckpointSaver[Any]
 
@@ -94,12 +100,18 @@ class _Delegation:
             return cast(Checkpoint | None, call.done(await self.inner.aget(config)))
 
     def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
-        with self.observer.load(config) as call:
-            return cast(CheckpointTuple | None, call.done(self.inner.get_tuple(config)))
+        with self.observer.load(config, run_start(sys._getframe(1))) as call:
+            loaded = self.inner.get_tuple(config)
+            latest = self.inner.get_tuple(latest_config(config)) if call.wants_latest else None
+            return cast(CheckpointTuple | None, call.done(loaded, latest))
 
     async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
-        with self.observer.load(config) as call:
-            return cast(CheckpointTuple | None, call.done(await self.inner.aget_tuple(config)))
+        with self.observer.load(config, run_start(sys._getframe(1))) as call:
+            loaded = await self.inner.aget_tuple(config)
+            latest = (
+                await self.inner.aget_tuple(latest_config(config)) if call.wants_latest else None
+            )
+            return cast(CheckpointTuple | None, call.done(loaded, latest))
 
     def list(
         self,

@@ -19,10 +19,19 @@ from opentelemetry import context as otel_context
 from opentelemetry import metrics, trace
 from opentelemetry.instrumentation.utils import is_instrumentation_enabled
 from opentelemetry.metrics import MeterProvider, NoOpMeterProvider
-from opentelemetry.trace import Span, SpanKind, Status, StatusCode, TracerProvider
+from opentelemetry.trace import (
+    Span,
+    SpanKind,
+    Status,
+    StatusCode,
+    TraceFlags,
+    TracerProvider,
+    TraceState,
+)
 from opentelemetry.util.types import AttributeValue
 
 from langgraph.checkpoint.otel import names
+from langgraph.checkpoint.otel.lineage import TraceContext
 
 logger = logging.getLogger("langgraph.checkpoint.otel")
 
@@ -50,13 +59,12 @@ _FAULTS_LOCK = threading.Lock()
 class Operation:
     """One instrumented call: its span (possibly non-recording) and what it reports."""
 
-    __slots__ = ("metric_attributes", "name", "span", "telemetry")
+    __slots__ = ("name", "span", "telemetry")
 
     def __init__(self, telemetry: Telemetry, name: str, span: Span | None) -> None:
         self.telemetry = telemetry
         self.name = name
         self.span = span
-        self.metric_attributes: dict[str, AttributeValue] = {}
 
     @property
     def recording(self) -> bool:
@@ -75,12 +83,41 @@ class Operation:
             assert self.span is not None
             self.telemetry.guard("add event", self.span.add_event, name, attributes)
 
-    def trace_context(self) -> trace.SpanContext | None:
-        """The span context of this operation's span, when it is valid."""
+    def rename(self, span_name: str, operation: str) -> None:
+        """Give the span another name and operation (a load that turns out to be a resume)."""
+        self.name = operation
+        if self.recording:
+            assert self.span is not None
+            self.telemetry.guard("rename span", self.span.update_name, span_name)
+            self.set({names.OPERATION: operation})
+
+    def link(self, context: TraceContext, attributes: Attributes) -> None:
+        """Add a span link to a span of another trace (possibly of another process)."""
+        if self.recording:
+            assert self.span is not None
+            self.telemetry.guard("add link", self.span.add_link, _span_context(context), attributes)
+
+    def trace_context(self) -> TraceContext | None:
+        """This operation's W3C trace context, when its span context is valid."""
         if self.span is None:
             return None
         ctx = self.span.get_span_context()
-        return ctx if ctx.is_valid else None
+        if not ctx.is_valid:
+            return None
+        return TraceContext(
+            ctx.trace_id, ctx.span_id, int(ctx.trace_flags), ctx.trace_state.to_header()
+        )
+
+
+def _span_context(context: TraceContext) -> trace.SpanContext:
+    state = TraceState.from_header([context.tracestate]) if context.tracestate else TraceState()
+    return trace.SpanContext(
+        context.trace_id,
+        context.span_id,
+        is_remote=True,
+        trace_flags=TraceFlags(context.flags),
+        trace_state=state,
+    )
 
 
 class Telemetry:
@@ -93,6 +130,7 @@ class Telemetry:
         meter_provider: MeterProvider | None = None,
     ) -> None:
         self.saver_name = saver_name
+        self._saver_attributes = {names.SAVER: saver_name}
         self._meter_provider = meter_provider
         self.tracer = trace.get_tracer(
             names.SCOPE, PACKAGE_VERSION, tracer_provider=tracer_provider
@@ -224,7 +262,6 @@ class Telemetry:
         attributes: dict[str, AttributeValue] = {
             names.OPERATION: op.name,
             names.SAVER: self.saver_name,
-            **op.metric_attributes,
         }
         if error is not None:
             error_type = type(error).__qualname__
@@ -236,19 +273,14 @@ class Telemetry:
         if op.span is not None:
             self.guard("end span", op.span.end)
         self.guard(
-            "record duration",
-            self.duration.record,
-            time.perf_counter() - started,
-            {k: v for k, v in attributes.items() if k in _DURATION_ATTRIBUTES},
+            "record duration", self.duration.record, time.perf_counter() - started, attributes
         )
 
     # --- measurements -----------------------------------------------------------------------
 
     def record_sizes(self, state_size: int, channel_sizes: Sequence[tuple[str, int]]) -> None:
         """Record the state size and the size of each changed channel."""
-        self.guard(
-            "record size", self.checkpoint_size.record, state_size, {names.SAVER: self.saver_name}
-        )
+        self.guard("record size", self.checkpoint_size.record, state_size, self._saver_attributes)
         for channel, size in channel_sizes:
             self.guard(
                 "record channel size",
@@ -256,6 +288,10 @@ class Telemetry:
                 size,
                 {names.CHANNEL_NAME: channel},
             )
+
+    def count_resume(self, kind: str) -> None:
+        """Count one resume by kind."""
+        self.guard("count resume", self.resumes.add, 1, {names.RESUME_KIND: kind})
 
     def count_task_outcome(self, node: str, outcome: str) -> None:
         """Count one pending-writes call by node and outcome."""
@@ -265,6 +301,3 @@ class Telemetry:
             1,
             {names.TASK_NODE: node, names.TASK_OUTCOME: outcome},
         )
-
-
-_DURATION_ATTRIBUTES = frozenset({names.OPERATION, names.SAVER, names.ERROR_TYPE})

@@ -1,0 +1,154 @@
+"""Resume lineage: which kind of resume a run's load is, and the trace context carried in a
+checkpoint's metadata. Pure functions over plain data (no OpenTelemetry, no saver).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Collection, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from langgraph.checkpoint.serde.types import ERROR, INTERRUPT
+
+from langgraph.checkpoint.otel import names
+from langgraph.checkpoint.otel.records import send_targets
+
+ResumeKind = Literal["crash", "error", "interrupt", "fork", "update", "continue"]
+RESUME_KINDS: tuple[ResumeKind, ...] = ("crash", "error", "interrupt", "fork", "update", "continue")
+
+BRANCH_PREFIX = "branch:to:"
+TASKS_CHANNEL = "__pregel_tasks"
+ALL_NODES = "*"
+
+# --- W3C trace context carrier ----------------------------------------------------------------
+
+TRACEPARENT, TRACESTATE = names.META_CARRIER_KEYS
+_TRACEPARENT_RE = re.compile(r"^00-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})$")
+_MAX_TRACESTATE = 512
+
+
+@dataclass(frozen=True, slots=True)
+class TraceContext:
+    """A W3C trace context (version 00) as stored with a checkpoint."""
+
+    trace_id: int
+    span_id: int
+    flags: int = 1
+    tracestate: str = ""
+
+    @property
+    def traceparent(self) -> str:
+        """The `traceparent` header value."""
+        return f"00-{self.trace_id:032x}-{self.span_id:016x}-{self.flags:02x}"
+
+    def carrier(self) -> dict[str, str]:
+        """The dict stored in checkpoint metadata (never baggage)."""
+        carrier = {TRACEPARENT: self.traceparent}
+        if self.tracestate:
+            carrier[TRACESTATE] = self.tracestate
+        return carrier
+
+
+def parse_carrier(carrier: Any) -> TraceContext | None:
+    """The trace context in a stored carrier, or None for anything missing or malformed.
+
+    Accepts only version 00 traceparents with non-zero ids; a foreign or garbage carrier never
+    raises.
+    """
+    if not isinstance(carrier, Mapping):
+        return None
+    traceparent = carrier.get(TRACEPARENT)
+    if not isinstance(traceparent, str):
+        return None
+    match = _TRACEPARENT_RE.match(traceparent.strip())
+    if match is None:
+        return None
+    trace_id, span_id = int(match[1], 16), int(match[2], 16)
+    if trace_id == 0 or span_id == 0:
+        return None
+    tracestate = carrier.get(TRACESTATE, "")
+    if not isinstance(tracestate, str) or len(tracestate) > _MAX_TRACESTATE:
+        tracestate = ""
+    return TraceContext(trace_id, span_id, int(match[3], 16), tracestate)
+
+
+# --- resume classification --------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class LoadedCheckpoint:
+    """What a run's load found: the facts resume classification reads."""
+
+    checkpoint_id: str
+    source: str | None
+    channel_values: Mapping[str, Any]
+    pending_write_channels: Sequence[str]
+    nodes: Collection[str] = ()
+    """Nodes whose writes produced this checkpoint (as stored by the wrapper), when known."""
+
+
+@dataclass(frozen=True, slots=True)
+class RunStart:
+    """How the run that loads the checkpoint was started."""
+
+    explicit_checkpoint: bool = False
+    """The run asked for a specific checkpoint that is not the thread's latest."""
+    interrupt_before: Sequence[str] | str = ()
+    interrupt_after: Sequence[str] | str = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Resume:
+    """A classified resume."""
+
+    kind: ResumeKind
+    from_checkpoint_id: str
+    pending_writes: int
+    tasks: tuple[str, ...] = field(default=())
+
+
+def scheduled_nodes(channel_values: Mapping[str, Any]) -> list[str]:
+    """Nodes a checkpoint schedules next: `branch:to:<node>` triggers and `Send` targets."""
+    nodes = {
+        name[len(BRANCH_PREFIX) :] for name in channel_values if name.startswith(BRANCH_PREFIX)
+    }
+    nodes.update(send_targets(channel_values.get(TASKS_CHANNEL)))
+    return sorted(node for node in nodes if node)
+
+
+def _matches(selector: Sequence[str] | str, nodes: Iterable[str]) -> bool:
+    if selector == ALL_NODES:
+        return any(True for _ in nodes)
+    return bool(set(selector) & set(nodes))
+
+
+def classify_resume(loaded: LoadedCheckpoint, run: RunStart) -> Resume:
+    """The kind of resume a run's load of an existing checkpoint is.
+
+    Order of evidence: an explicit older checkpoint is a `fork`; recorded `__error__` writes an
+    `error`; `__interrupt__` writes, or scheduled nodes the graph interrupts before (or a
+    producing node it interrupts after), an `interrupt`; a checkpoint written by
+    `update_state` an `update`; nodes scheduled but never run, with nothing recorded, a
+    `crash` (the process died); otherwise the last run finished and this is a `continue`.
+    """
+    tasks = tuple(scheduled_nodes(loaded.channel_values))
+    channels = set(loaded.pending_write_channels)
+    kind: ResumeKind
+    if run.explicit_checkpoint:
+        kind = "fork"
+    elif ERROR in channels:
+        kind = "error"
+    elif (
+        INTERRUPT in channels
+        or (tasks and _matches(run.interrupt_before, tasks))
+        or (tasks and _matches(run.interrupt_after, loaded.nodes))
+    ):
+        kind = "interrupt"
+    elif loaded.source == "update":
+        kind = "update"
+    elif tasks:
+        kind = "crash"
+    else:
+        kind = "continue"
+    return Resume(kind, loaded.checkpoint_id, len(loaded.pending_write_channels), tasks)
