@@ -620,3 +620,23 @@ def test_send_packets_hash_by_node_and_argument_without_a_fallback() -> None:
         [Send("work", {"b": 2, "a": 1})]
     )
     assert hash_value(Send("work", {"a": 1})) != hash_value(Send("other", {"a": 1}))
+
+
+def test_identity_prefix_check_is_exact_with_and_without_pointer_reading(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from langgraph.checkpoint.otel import hashing
+
+    a, b, c = HumanMessage("a"), HumanMessage("b"), HumanMessage("b")
+    cases = [
+        ((a, b), (a,), True),
+        ((a, b), (a, b), True),
+        ((a, c), (a, b), False),
+        ((a,), (a, b), False),
+        ((), (), True),
+        ((b, a), (a,), False),
+    ]
+    for reader in (hashing._read_element_pointers, None):
+        monkeypatch.setattr(hashing, "_read_element_pointers", reader)
+        for items, prefix, expected in cases:
+            assert hashing.starts_with_same_objects(items, prefix) is expected

@@ -64,7 +64,8 @@ new elements are encoded. Known limitation: an element mutated *in place* after 
 (same object, different content) is not seen by this prefix reuse; the from-scratch hash of
 the same list would differ. LangGraph reducers such as ``add_messages`` build new lists and
 replace messages by new objects, so this does not happen with them. The identity check costs
-a copy of the list (``tuple(value)``) and an ``operator.is_`` pass over the prefix, a few
+a copy of the list (``tuple(value)``) and an identity test of the prefix (a memcmp of the element
+pointers on CPython, ``operator.is_`` elsewhere: see ``starts_with_same_objects``), a few
 nanoseconds per element; the memos keep the last list of up to ``max_list_memos``
 (scope, channel) pairs alive.
 """
@@ -79,6 +80,7 @@ import hashlib
 import math
 import operator
 import struct
+import sys
 import threading
 import uuid
 from collections import OrderedDict
@@ -617,11 +619,50 @@ def _count(value: Any) -> int | None:
 # --------------------------------------------------------------------------------------------
 
 
-class _ListMemo:
-    __slots__ = ("hasher", "prefix_size", "snapshot")
+def _element_pointers_reader() -> Callable[[tuple[Any, ...], int], bytes] | None:
+    """On CPython: read the first `n` element pointers of a tuple as bytes (a memcpy).
 
-    def __init__(self, snapshot: tuple[Any, ...], hasher: Any, prefix_size: int) -> None:
+    Comparing those bytes is an exact identity test of the elements at C speed (the tuples
+    are alive, so no address is reused). A self-test at import checks the tuple layout; where
+    it fails, or on other interpreters, None (callers use `operator.is_`).
+    """
+    if sys.implementation.name != "cpython":
+        return None
+    try:
+        import ctypes
+    except ImportError:  # pragma: no cover
+        return None
+    offset, width = tuple.__basicsize__, tuple.__itemsize__
+
+    def read(items: tuple[Any, ...], n: int) -> bytes:
+        return ctypes.string_at(id(items) + offset, min(n, len(items)) * width)
+
+    probe = (object(), "probe", 2**70)
+    expected = b"".join(id(o).to_bytes(width, sys.byteorder) for o in probe)
+    return read if read(probe, len(probe)) == expected else None
+
+
+_read_element_pointers: Final = _element_pointers_reader()
+
+
+def starts_with_same_objects(items: tuple[Any, ...], prefix: tuple[Any, ...]) -> bool:
+    """Whether `items` begins with the very same objects (identity) as `prefix`."""
+    if len(items) < len(prefix):
+        return False
+    if _read_element_pointers is not None:
+        n = len(prefix)
+        return _read_element_pointers(items, n) == _read_element_pointers(prefix, n)
+    return all(map(operator.is_, items, prefix))
+
+
+class _ListMemo:
+    __slots__ = ("hasher", "prefix_size", "snapshot", "version")
+
+    def __init__(
+        self, snapshot: tuple[Any, ...], hasher: Any, prefix_size: int, version: object
+    ) -> None:
         self.snapshot = snapshot  # the elements already fed to ``hasher`` (strong refs)
+        self.version = version  # the channel version the snapshot was hashed at
         self.hasher = hasher  # blake2b fed with b"[" + element encodings, never finalized
         self.prefix_size = prefix_size  # bytes fed to ``hasher``
 
@@ -687,9 +728,32 @@ class StateHasher:
             self._last.clear()
             self._lists.clear()
 
+    def adopt(
+        self, scope: Hashable, values: Mapping[str, Any], versions: Mapping[str, object]
+    ) -> None:
+        """Let list memos refer to freshly loaded copies of the lists they hashed.
+
+        A run reloads its state from the saver as new objects; where a list channel's version
+        is the one a memo hashed, the loaded list equals it, so the memo adopts the loaded
+        elements and the next append is hashed incrementally again.
+        """
+        for channel, value in values.items():
+            if type(value) is not list:
+                continue
+            with self._lock:
+                memo = self._lists.get((scope, channel))
+                if (
+                    memo is not None
+                    and memo.version == versions.get(channel, _MISSING)
+                    and len(memo.snapshot) == len(value)
+                ):
+                    memo.snapshot = tuple(value)
+
     # -- digesting --
 
-    def _digest_list(self, key: tuple[Hashable, str], value: list[Any]) -> ChannelDigest:
+    def _digest_list(
+        self, key: tuple[Hashable, str], value: list[Any], version: object
+    ) -> ChannelDigest:
         memo: _ListMemo | None
         with self._lock:
             memo = self._lists.get(key)
@@ -699,9 +763,7 @@ class StateHasher:
         ctx = _Ctx(self._fallback)
         buf = bytearray()
         n = len(memo.snapshot) if memo is not None else 0
-        if (
-            memo is not None and len(snap) >= n and all(map(operator.is_, snap, memo.snapshot))
-        ):  # the new list starts with the very same element objects
+        if memo is not None and len(snap) >= n and starts_with_same_objects(snap, memo.snapshot):
             hasher = memo.hasher.copy()
             size = memo.prefix_size
             rest: Any = snap[n:] if n else snap
@@ -727,14 +789,14 @@ class StateHasher:
         if self.max_list_memos:
             with self._lock:
                 self._put_bounded(
-                    self._lists, key, _ListMemo(snap, hasher, size), self.max_list_memos
+                    self._lists, key, _ListMemo(snap, hasher, size, version), self.max_list_memos
                 )
         return digest
 
-    def _compute(self, scope: Hashable, channel: str, value: Any) -> ChannelDigest:
+    def _compute(self, scope: Hashable, channel: str, value: Any, version: object) -> ChannelDigest:
         try:
             if type(value) is list:
-                return self._digest_list((scope, channel), value)
+                return self._digest_list((scope, channel), value, version)
             buf = bytearray()
             _encode_into(value, buf, _Ctx(self._fallback))
         except UnhashableValueError as exc:
@@ -776,7 +838,7 @@ class StateHasher:
                     if digest is not None:
                         self._digests.move_to_end(dkey)
             if digest is None:
-                digest = self._compute(scope, channel, value)
+                digest = self._compute(scope, channel, value, version)
                 with self._lock:
                     if version is not _MISSING:
                         self._put_bounded(self._digests, dkey, digest, self.max_entries)

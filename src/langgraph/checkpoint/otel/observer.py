@@ -293,22 +293,26 @@ class CheckpointObserver:
         if not self.active():
             yield
             return
-        with self.telemetry.operation(
-            names.SPAN_PUT_WRITES, "put_writes", config_attributes(config)
-        ) as op:
-            self.telemetry.guard(
-                "describe put_writes", self._describe_writes, op, config, writes, task_id, task_path
-            )
+        attributes = config_attributes(config)
+        described = self.telemetry.guard(
+            "describe put_writes", self._describe_writes, config, writes, task_id, task_path
+        )
+        if described is not None:
+            attributes.update(described)
+        with self.telemetry.operation(names.SPAN_PUT_WRITES, "put_writes", attributes):
             yield
+        if described is not None:
+            self.telemetry.count_task_outcome(
+                str(described[names.TASK_NODE]), str(described[names.TASK_OUTCOME])
+            )
 
     def _describe_writes(
         self,
-        op: Operation,
         config: RunnableConfig,
         writes: Sequence[tuple[str, Any]],
         task_id: str,
         task_path: str,
-    ) -> None:
+    ) -> dict[str, AttributeValue]:
         scope = _scope(config)
         checkpoint_id = str((config.get("configurable") or {}).get("checkpoint_id", ""))
         channels = [channel for channel, _ in writes]
@@ -321,18 +325,14 @@ class CheckpointObserver:
                 writers = self._writers.get(key) or set()
                 writers.add(node)
                 self._writers[key] = writers
-        outcome = task_outcome(channels)
-        op.set(
-            {
-                names.TASK_ID: task_id,
-                names.TASK_PATH: task_path,
-                names.TASK_NODE: node or UNKNOWN_NODE,
-                names.WRITES_CHANNELS: sorted(set(channels)),
-                names.WRITES_COUNT: len(writes),
-                names.TASK_OUTCOME: outcome,
-            }
-        )
-        self.telemetry.count_task_outcome(node or UNKNOWN_NODE, outcome)
+        return {
+            names.TASK_ID: task_id,
+            names.TASK_PATH: task_path,
+            names.TASK_NODE: node or UNKNOWN_NODE,
+            names.WRITES_CHANNELS: sorted(set(channels)),
+            names.WRITES_COUNT: len(writes),
+            names.TASK_OUTCOME: task_outcome(channels),
+        }
 
     # --- reads and maintenance --------------------------------------------------------------
 
@@ -362,8 +362,14 @@ class CheckpointObserver:
             writer = parse_carrier(stored.carrier if stored else None)
             if writer is not None:
                 op.link(writer, {names.LINK_TYPE: LINK_CHECKPOINT_WRITER})
+            scope = _scope(result.config)
             with self._lock:
-                self._resumed_from[_scope(result.config)] = resume.from_checkpoint_id
+                self._resumed_from[scope] = resume.from_checkpoint_id
+                self._hasher.adopt(
+                    scope,
+                    result.checkpoint.get("channel_values") or {},
+                    result.checkpoint.get("channel_versions") or {},
+                )
             self.telemetry.count_resume(resume.kind)
         op.set(attributes)
 

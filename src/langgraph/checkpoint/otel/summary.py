@@ -99,7 +99,9 @@ def _delta(count: int, previous_count: int | None) -> str:
 def _summarize_sequence(value: list[Any] | tuple[Any, ...], previous_count: int | None) -> str:
     count = len(value)
     kind = type(value).__name__
-    if count and all(_is_message(m) for m in value):
+    # a messages channel is recognised by its first and its new items (not a scan of history)
+    fresh = value[previous_count:] if previous_count is not None else value
+    if count and _is_message(value[0]) and all(_is_message(m) for m in fresh):
         if previous_count is None:
             return f"{_plural(count, 'message')}: {_describe_messages(value)}"
         d = count - previous_count

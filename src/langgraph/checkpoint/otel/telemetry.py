@@ -10,8 +10,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Mapping, Sequence
 from importlib.metadata import PackageNotFoundError, version
 from typing import Any, TypeVar
 
@@ -57,14 +56,70 @@ _FAULTS_LOCK = threading.Lock()
 
 
 class Operation:
-    """One instrumented call: its span (possibly non-recording) and what it reports."""
+    """One instrumented call, used as a context manager around the inner saver's call.
 
-    __slots__ = ("name", "span", "telemetry")
+    On entry: starts a span (made current when `activate`; never across generator yields).
+    On exit: records `operation.duration`, marks the span ERROR with `error.type` when the
+    block raised, ends the span, and lets that very exception propagate.
+    """
 
-    def __init__(self, telemetry: Telemetry, name: str, span: Span | None) -> None:
+    __slots__ = (
+        "_activate",
+        "_attributes",
+        "_span_name",
+        "_started",
+        "_token",
+        "name",
+        "span",
+        "telemetry",
+    )
+
+    def __init__(
+        self,
+        telemetry: Telemetry,
+        name: str,
+        span_name: str,
+        attributes: Attributes,
+        activate: bool = True,
+    ) -> None:
         self.telemetry = telemetry
         self.name = name
-        self.span = span
+        self.span: Span | None = None
+        self._span_name = span_name
+        self._attributes = attributes
+        self._activate = activate
+        self._token: object | None = None
+        self._started = 0.0
+
+    def __enter__(self) -> Operation:
+        telemetry = self.telemetry
+        self._started = time.perf_counter()
+        try:
+            self.span = telemetry.tracer.start_span(
+                self._span_name,
+                kind=SpanKind.INTERNAL,
+                attributes={
+                    **self._attributes,
+                    names.SAVER: telemetry.saver_name,
+                    names.OPERATION: self.name,
+                },
+                record_exception=False,
+                set_status_on_exception=False,
+            )
+            if self._activate:
+                self._token = otel_context.attach(trace.set_span_in_context(self.span))
+        except Exception as exc:
+            telemetry.fault("start span", exc)
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: Any
+    ) -> None:
+        if self._token is not None:
+            self.telemetry.guard("detach context", otel_context.detach, self._token)
+        # a consumer closing a listing early (GeneratorExit) is not an error
+        error = None if exc_type is None or exc_type is GeneratorExit else exc
+        self.telemetry.finish(self, self._started, error)
 
     @property
     def recording(self) -> bool:
@@ -209,7 +264,6 @@ class Telemetry:
 
     # --- operations -------------------------------------------------------------------------
 
-    @contextmanager
     def operation(
         self,
         span_name: str,
@@ -217,48 +271,12 @@ class Telemetry:
         attributes: Attributes,
         *,
         activate: bool = True,
-        on_error: Callable[[Operation], None] | None = None,
-    ) -> Iterator[Operation]:
-        """Trace the code inside the block as one checkpointer operation.
+    ) -> Operation:
+        """Trace a `with` block as one checkpointer operation (see `Operation`)."""
+        return Operation(self, operation, span_name, attributes, activate)
 
-        Starts a span named `span_name`, makes it current when `activate` (not across
-        generator yields), records `operation.duration`, marks ERROR with `error.type` when the
-        block raises, and re-raises that very exception.
-        """
-        started = time.perf_counter()
-        span = self.guard(
-            "start span",
-            self.tracer.start_span,
-            span_name,
-            kind=SpanKind.INTERNAL,
-            attributes={
-                **attributes,
-                names.SAVER: self.saver_name,
-                names.OPERATION: operation,
-            },
-            record_exception=False,
-            set_status_on_exception=False,
-        )
-        op = Operation(self, operation, span)
-        token = None
-        if activate and span is not None:
-            token = self.guard(
-                "attach context", otel_context.attach, trace.set_span_in_context(span)
-            )
-        error: BaseException | None = None
-        try:
-            yield op
-        except GeneratorExit:
-            raise  # a consumer closed a listing early: not an error
-        except BaseException as exc:
-            error = exc
-            raise
-        finally:
-            if token is not None:
-                self.guard("detach context", otel_context.detach, token)
-            self._finish(op, started, error)
-
-    def _finish(self, op: Operation, started: float, error: BaseException | None) -> None:
+    def finish(self, op: Operation, started: float, error: BaseException | None) -> None:
+        """End an operation: status, span end, duration metric. Never raises."""
         attributes: dict[str, AttributeValue] = {
             names.OPERATION: op.name,
             names.SAVER: self.saver_name,
