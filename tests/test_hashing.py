@@ -629,14 +629,24 @@ def test_identity_prefix_check_is_exact_with_and_without_pointer_reading(
 
     a, b, c = HumanMessage("a"), HumanMessage("b"), HumanMessage("b")
     cases = [
-        ((a, b), (a,), True),
-        ((a, b), (a, b), True),
-        ((a, c), (a, b), False),
-        ((a,), (a, b), False),
-        ((), (), True),
-        ((b, a), (a,), False),
+        ([a, b], [(a,)], True),
+        ([a, b], [(a,), (b,)], True),
+        ([a, b], [(a, b)], True),
+        ([a, c], [(a, b)], False),
+        ([a, c], [(a,), (b,)], False),
+        ([a], [(a, b)], False),
+        ([], [], True),
+        ([b, a], [(a,)], False),
     ]
-    for reader in (hashing._read_element_pointers, None):
-        monkeypatch.setattr(hashing, "_read_element_pointers", reader)
-        for items, prefix, expected in cases:
-            assert hashing.starts_with_same_objects(items, prefix) is expected
+    for check in (hashing._pointer_prefix, None):
+        monkeypatch.setattr(hashing, "_pointer_prefix", check)
+        for items, chunks, expected in cases:
+            assert hashing.starts_with_same_objects(items, chunks) is expected, (items, chunks)
+
+
+def test_many_appends_stay_equal_to_from_scratch_across_chunk_merges() -> None:
+    hasher = StateHasher()
+    value: list[Any] = []
+    for version in range(80):  # more appends than the memo keeps chunks
+        value = [*value, HumanMessage(str(version))]
+        assert _digest_list(hasher, value, version) == _scratch(value)

@@ -84,7 +84,7 @@ import sys
 import threading
 import uuid
 from collections import OrderedDict
-from collections.abc import Callable, Collection, Hashable, Mapping
+from collections.abc import Callable, Collection, Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -619,50 +619,80 @@ def _count(value: Any) -> int | None:
 # --------------------------------------------------------------------------------------------
 
 
-def _element_pointers_reader() -> Callable[[tuple[Any, ...], int], bytes] | None:
-    """On CPython: read the first `n` element pointers of a tuple as bytes (a memcpy).
+PrefixCheck = Callable[[list[Any], Sequence[tuple[Any, ...]]], bool]
 
-    Comparing those bytes is an exact identity test of the elements at C speed (the tuples
-    are alive, so no address is reused). A self-test at import checks the tuple layout; where
-    it fails, or on other interpreters, None (callers use `operator.is_`).
+
+def _pointer_prefix_check() -> PrefixCheck | None:
+    """On CPython: whether a list starts with the objects of some tuples, by `memcmp`.
+
+    Compares the list's element pointers with each tuple's, chunk by chunk, at C speed and
+    with no copy. Equal pointers are an exact identity test: the tuples hold their elements, so
+    no address is reused. A self-test at import checks the list and tuple layouts; where it
+    fails, or on other interpreters, None (callers use `operator.is_`).
     """
     if sys.implementation.name != "cpython":
         return None
     try:
         import ctypes
-    except ImportError:  # pragma: no cover
+
+        memcmp = ctypes.CDLL(None).memcmp
+    except (ImportError, OSError, AttributeError):  # pragma: no cover
         return None
-    offset, width = tuple.__basicsize__, tuple.__itemsize__
+    memcmp.restype = ctypes.c_int
+    memcmp.argtypes = (ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t)
+    width = tuple.__itemsize__
+    tuple_items = tuple.__basicsize__
+    list_items = 3 * width  # PyObject_VAR_HEAD, then `PyObject **ob_item`
+    read_pointer = ctypes.c_void_p.from_address
 
-    def read(items: tuple[Any, ...], n: int) -> bytes:
-        return ctypes.string_at(id(items) + offset, min(n, len(items)) * width)
+    def starts_with(items: list[Any], chunks: Sequence[tuple[Any, ...]]) -> bool:
+        if len(items) < sum(map(len, chunks)):
+            return False
+        base = read_pointer(id(items) + list_items).value
+        at = 0
+        for chunk in chunks:
+            n = len(chunk) * width
+            if n and (base is None or memcmp(base + at, id(chunk) + tuple_items, n) != 0):
+                return False
+            at += n
+        return True
 
-    probe = (object(), "probe", 2**70)
-    expected = b"".join(id(o).to_bytes(width, sys.byteorder) for o in probe)
-    return read if read(probe, len(probe)) == expected else None
+    x, y = object(), object()
+    probe = [x, y, "p"]
+    if (
+        starts_with(probe, [(x,), (y,)])
+        and starts_with(probe, [(x, y, "p")])
+        and not starts_with(probe, [(y,)])
+        and not starts_with(probe, [(x, y, "p", 1)])
+    ):
+        return starts_with
+    return None  # pragma: no cover
 
 
-_read_element_pointers: Final = _element_pointers_reader()
+_pointer_prefix: Final = _pointer_prefix_check()
 
 
-def starts_with_same_objects(items: tuple[Any, ...], prefix: tuple[Any, ...]) -> bool:
-    """Whether `items` begins with the very same objects (identity) as `prefix`."""
-    if len(items) < len(prefix):
-        return False
-    if _read_element_pointers is not None:
-        n = len(prefix)
-        return _read_element_pointers(items, n) == _read_element_pointers(prefix, n)
-    return all(map(operator.is_, items, prefix))
+def starts_with_same_objects(items: list[Any], chunks: Sequence[tuple[Any, ...]]) -> bool:
+    """Whether `items` begins with the very same objects (identity) as `chunks`, in order."""
+    if _pointer_prefix is not None:
+        return _pointer_prefix(items, chunks)
+    prefix = [obj for chunk in chunks for obj in chunk]
+    return len(items) >= len(prefix) and all(map(operator.is_, items, prefix))
+
+
+_MAX_CHUNKS: Final = 32
+"""A list memo keeps its elements in at most this many tuples (merged when exceeded)."""
 
 
 class _ListMemo:
-    __slots__ = ("hasher", "prefix_size", "snapshot", "version")
+    __slots__ = ("chunks", "count", "hasher", "prefix_size", "version")
 
     def __init__(
-        self, snapshot: tuple[Any, ...], hasher: Any, prefix_size: int, version: object
+        self, chunks: list[tuple[Any, ...]], hasher: Any, prefix_size: int, version: object
     ) -> None:
-        self.snapshot = snapshot  # the elements already fed to ``hasher`` (strong refs)
-        self.version = version  # the channel version the snapshot was hashed at
+        self.chunks = chunks  # the elements already fed to ``hasher``, in order (strong refs)
+        self.count = sum(map(len, chunks))
+        self.version = version  # the channel version the elements were hashed at
         self.hasher = hasher  # blake2b fed with b"[" + element encodings, never finalized
         self.prefix_size = prefix_size  # bytes fed to ``hasher``
 
@@ -745,9 +775,9 @@ class StateHasher:
                 if (
                     memo is not None
                     and memo.version == versions.get(channel, _MISSING)
-                    and len(memo.snapshot) == len(value)
+                    and memo.count == len(value)
                 ):
-                    memo.snapshot = tuple(value)
+                    memo.chunks = [tuple(value)]
 
     # -- digesting --
 
@@ -759,24 +789,26 @@ class StateHasher:
             memo = self._lists.get(key)
             if memo is not None:
                 self._lists.move_to_end(key)
-        snap = tuple(value)  # a stable copy: ``value`` may be mutated later
         ctx = _Ctx(self._fallback)
         buf = bytearray()
-        n = len(memo.snapshot) if memo is not None else 0
-        if memo is not None and len(snap) >= n and starts_with_same_objects(snap, memo.snapshot):
+        if memo is not None and starts_with_same_objects(value, memo.chunks):
+            # the list starts with the very objects already hashed: encode only the rest
             hasher = memo.hasher.copy()
             size = memo.prefix_size
-            rest: Any = snap[n:] if n else snap
+            fresh = tuple(value[memo.count :])
+            chunks = [*memo.chunks, fresh] if fresh else list(memo.chunks)
+            if len(chunks) > _MAX_CHUNKS:
+                chunks = [tuple(value)]
         else:
             hasher = hashlib.blake2b(digest_size=_DIGEST_SIZE)
             buf += b"["
             size = 0
-            rest = snap
-        i = id(value)
-        ctx.active.add(i)
+            fresh = tuple(value)  # a stable copy: ``value`` may be mutated later
+            chunks = [fresh]
+        ctx.active.add(id(value))
         ctx.depth = 1
         try:
-            _enc_items(rest, buf, ctx)
+            _enc_items(fresh, buf, ctx)
         except RecursionError:
             raise UnhashableValueError(
                 "list", reason="nested too deeply (recursion limit)"
@@ -785,11 +817,11 @@ class StateHasher:
         size += len(buf)
         final = hasher.copy()
         final.update(b"]")
-        digest = ChannelDigest(final.hexdigest(), size + 1, len(snap))
+        digest = ChannelDigest(final.hexdigest(), size + 1, len(value))
         if self.max_list_memos:
             with self._lock:
                 self._put_bounded(
-                    self._lists, key, _ListMemo(snap, hasher, size, version), self.max_list_memos
+                    self._lists, key, _ListMemo(chunks, hasher, size, version), self.max_list_memos
                 )
         return digest
 
