@@ -12,7 +12,7 @@ from typing import Any, Literal
 from langgraph.checkpoint.serde.types import ERROR, INTERRUPT
 
 from langgraph.checkpoint.otel import names
-from langgraph.checkpoint.otel.records import send_targets
+from langgraph.checkpoint.otel.records import INPUT_NODE, UNKNOWN_NODE, send_targets
 
 ResumeKind = Literal["crash", "error", "interrupt", "fork", "update", "continue"]
 RESUME_KINDS: tuple[ResumeKind, ...] = ("crash", "error", "interrupt", "fork", "update", "continue")
@@ -127,10 +127,10 @@ def classify_resume(loaded: LoadedCheckpoint, run: RunStart) -> Resume:
     """The kind of resume a run's load of an existing checkpoint is.
 
     Order of evidence: an explicit older checkpoint is a `fork`; recorded `__error__` writes an
-    `error`; `__interrupt__` writes, or scheduled nodes the graph interrupts before (or a
-    producing node it interrupts after), an `interrupt`; a checkpoint written by
-    `update_state` an `update`; nodes scheduled but never run, with nothing recorded, a
-    `crash` (the process died); otherwise the last run finished and this is a `continue`.
+    `error`; `__interrupt__` writes an `interrupt`; a checkpoint written by `update_state` an
+    `update`; scheduled nodes the graph interrupts before (or a producing node it interrupts
+    after) an `interrupt`; nodes scheduled but never run, with nothing recorded, a `crash`
+    (the process died); otherwise the last run finished and this is a `continue`.
     """
     tasks = tuple(scheduled_nodes(loaded.channel_values))
     channels = set(loaded.pending_write_channels)
@@ -139,16 +139,101 @@ def classify_resume(loaded: LoadedCheckpoint, run: RunStart) -> Resume:
         kind = "fork"
     elif ERROR in channels:
         kind = "error"
-    elif (
-        INTERRUPT in channels
-        or (tasks and _matches(run.interrupt_before, tasks))
-        or (tasks and _matches(run.interrupt_after, loaded.nodes))
-    ):
+    elif INTERRUPT in channels:
         kind = "interrupt"
     elif loaded.source == "update":
         kind = "update"
+    elif tasks and (
+        _matches(run.interrupt_before, tasks) or _matches(run.interrupt_after, loaded.nodes)
+    ):
+        kind = "interrupt"
     elif tasks:
         kind = "crash"
     else:
         kind = "continue"
     return Resume(kind, loaded.checkpoint_id, len(loaded.pending_write_channels), tasks)
+
+
+# --- resume event log -------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class SpanFact:
+    """The part of an exported span the resume log reads."""
+
+    name: str
+    start_ns: int
+    attributes: Mapping[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class ResumeEvent:
+    """One resume of a thread, as the exported spans tell it."""
+
+    thread_id: str
+    checkpoint_ns: str
+    at_ns: int
+    kind: str
+    from_checkpoint_id: str
+    first_node: str | None
+    """The first node that ran after the resume (from the next pending-writes span)."""
+
+
+def span_facts(spans: Iterable[Any]) -> list[SpanFact]:
+    """`SpanFact`s from SDK `ReadableSpan`s or `otlp_json.SpanRecord`s (duck-typed)."""
+    facts = []
+    for span in spans:
+        start = getattr(span, "start_time_unix_nano", None)
+        if start is None:
+            start = getattr(span, "start_time", None) or 0
+        facts.append(SpanFact(str(span.name), int(start), dict(span.attributes or {})))
+    return facts
+
+
+def resume_log(spans: Iterable[SpanFact], thread_id: str | None = None) -> list[ResumeEvent]:
+    """Every resume in `spans` (of one thread, if given), in time order.
+
+    Reads only span names and attributes: `langgraph.checkpoint.resume` spans give when, which
+    kind and from which checkpoint; the first `langgraph.checkpoint.put_writes` of the same
+    thread and namespace after it names the first node that ran.
+    """
+    ordered = sorted(spans, key=lambda s: s.start_ns)
+    events: list[ResumeEvent] = []
+    for index, span in enumerate(ordered):
+        attrs = span.attributes
+        if span.name != names.SPAN_RESUME:
+            continue
+        thread = str(attrs.get(names.THREAD_ID, ""))
+        if thread_id is not None and thread != thread_id:
+            continue
+        ns = str(attrs.get(names.CHECKPOINT_NS, ""))
+        events.append(
+            ResumeEvent(
+                thread_id=thread,
+                checkpoint_ns=ns,
+                at_ns=span.start_ns,
+                kind=str(attrs.get(names.RESUME_KIND, "")),
+                from_checkpoint_id=str(attrs.get(names.RESUME_FROM_CHECKPOINT_ID, "")),
+                first_node=_first_node_after(ordered[index + 1 :], thread, ns),
+            )
+        )
+    return events
+
+
+_NOT_NODES = frozenset({INPUT_NODE, UNKNOWN_NODE, "__start__", ""})
+
+
+def _first_node_after(spans: Sequence[SpanFact], thread: str, ns: str) -> str | None:
+    for span in spans:
+        attrs = span.attributes
+        if str(attrs.get(names.THREAD_ID, "")) != thread:
+            continue
+        if str(attrs.get(names.CHECKPOINT_NS, "")) != ns:
+            continue
+        if span.name == names.SPAN_RESUME:
+            return None  # the next resume came before any node ran
+        if span.name == names.SPAN_PUT_WRITES:
+            node = str(attrs.get(names.TASK_NODE, ""))
+            if node not in _NOT_NODES:
+                return node
+    return None

@@ -35,6 +35,7 @@ from langgraph.checkpoint.otel.lineage import (
 )
 from langgraph.checkpoint.otel.options import InstrumentOptions
 from langgraph.checkpoint.otel.records import (
+    UNKNOWN_NODE,
     BoundedDict,
     StoredTelemetry,
     is_state_channel,
@@ -48,7 +49,6 @@ from langgraph.checkpoint.otel.summary import summarize
 from langgraph.checkpoint.otel.telemetry import Operation, Telemetry
 
 TASKS_CHANNEL = "__pregel_tasks"
-UNKNOWN_NODE = "unknown"
 
 Scope = tuple[str, str]
 
@@ -425,7 +425,10 @@ LINK_CHECKPOINT_WRITER = "checkpoint_writer"
 
 def _loaded_attributes(result: Any) -> dict[str, AttributeValue]:
     checkpoint = getattr(result, "checkpoint", result)
-    attributes: dict[str, AttributeValue] = {names.CHECKPOINT_ID: str(checkpoint.get("id", ""))}
+    attributes: dict[str, AttributeValue] = {
+        **config_attributes(getattr(result, "config", None)),
+        names.CHECKPOINT_ID: str(checkpoint.get("id", "")),
+    }
     metadata = getattr(result, "metadata", None) or {}
     if isinstance(metadata.get("step"), int):
         attributes[names.STEP] = metadata["step"]

@@ -19,6 +19,8 @@ PULL_PREFIX = "~__pregel_pull, "
 PUSH_PREFIX = "~__pregel_push, "
 INPUT_NODE = "__input__"
 """Pseudo node of the input, `Command` and `update_state` writes (the null task)."""
+UNKNOWN_NODE = "unknown"
+"""Reported when the node of a task cannot be derived."""
 NULL_TASK_ID = "00000000-0000-0000-0000-000000000000"
 PSEUDO_NODES = frozenset({INPUT_NODE, INTERRUPT})
 """Keys of versions_seen that are bookkeeping, not nodes that ran."""
