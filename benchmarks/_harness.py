@@ -207,3 +207,53 @@ def bootstrap_diff_ci(
         diffs.append(statistics.median(ra) - statistics.median(rb))
     diffs.sort()
     return diffs[int(0.025 * n_boot)], diffs[int(0.975 * n_boot) - 1]
+
+
+class SpanOnlySaver(BaseCheckpointSaver[Any]):
+    """Reference floor: the least any contract-following wrapper does per call.
+
+    One span with the contract's common attributes and one duration measurement per load,
+    put and put_writes; no hashing, no per-channel events or metrics, no lineage. Not a
+    shipping configuration: it shows how much of the overhead is the OpenTelemetry SDK itself.
+    """
+
+    def __init__(self, inner: BaseCheckpointSaver[Any], tel: Telemetry) -> None:
+        self.inner = inner
+        self.tracer = tel.tracer_provider.get_tracer("floor")
+        self.duration = tel.meter_provider.get_meter("floor").create_histogram("floor", unit="s")
+        self.serde = inner.serde
+
+    def _call(self, operation: str, config: Any, fn: Any, *args: Any) -> Any:
+        conf = (config or {}).get("configurable", {})
+        attributes = {
+            "langgraph.thread_id": str(conf.get("thread_id", "")),
+            "gen_ai.conversation.id": str(conf.get("thread_id", "")),
+            "langgraph.checkpoint.ns": str(conf.get("checkpoint_ns", "")),
+            "langgraph.checkpoint.id": str(conf.get("checkpoint_id", "")),
+            "langgraph.saver": type(self.inner).__name__,
+            "langgraph.operation": operation,
+        }
+        started = time.perf_counter()
+        name = f"langgraph.checkpoint.{operation}"
+        with self.tracer.start_as_current_span(name, attributes=attributes):
+            result = fn(*args)
+        self.duration.record(
+            time.perf_counter() - started,
+            {"langgraph.operation": operation, "langgraph.saver": type(self.inner).__name__},
+        )
+        return result
+
+    def get_tuple(self, config: Any) -> Any:
+        return self._call("get", config, self.inner.get_tuple, config)
+
+    def put(self, config: Any, checkpoint: Any, metadata: Any, new_versions: Any) -> Any:
+        return self._call("put", config, self.inner.put, config, checkpoint, metadata, new_versions)
+
+    def put_writes(self, config: Any, writes: Any, task_id: str, task_path: str = "") -> None:
+        self._call("put_writes", config, self.inner.put_writes, config, writes, task_id, task_path)
+
+    def list(self, config: Any, **kwargs: Any) -> Any:
+        return self.inner.list(config, **kwargs)
+
+    def get_next_version(self, current: Any, channel: None) -> Any:
+        return self.inner.get_next_version(current, channel)

@@ -55,12 +55,18 @@ def log(msg: str) -> None:
 
 def bench_graph(saver_kind: str, durability: str, plan: Plan, tmp: str) -> dict[str, Any]:
     builder = h.linear_graph(10)
-    tels = {"memory": h.Telemetry("memory"), "noop": h.Telemetry("noop")}
+    tels = {
+        "memory": h.Telemetry("memory"),
+        "noop": h.Telemetry("noop"),
+        "floor": h.Telemetry("noop"),
+    }
     graphs: dict[str, Any] = {}
-    for variant in ("bare", "inst_memory", "inst_noop"):
+    for variant in ("bare", "inst_memory", "inst_noop", "floor"):
         path = os.path.join(tmp, f"{saver_kind}-{durability}-{variant}.sqlite")
         saver = h.make_saver(saver_kind, path)
-        if variant != "bare":
+        if variant == "floor":
+            saver = h.SpanOnlySaver(saver, tels["floor"])
+        elif variant != "bare":
             saver = h.instrumented(saver, tels[variant.removeprefix("inst_")])
         graphs[variant] = builder.compile(checkpointer=saver)
     order = list(graphs)
@@ -97,7 +103,7 @@ def bench_graph(saver_kind: str, durability: str, plan: Plan, tmp: str) -> dict[
         "ratios": {},
     }
     bare_med = statistics.median(times["bare"])
-    for v in ("inst_memory", "inst_noop"):
+    for v in ("inst_memory", "inst_noop", "floor"):
         lo, hi = h.bootstrap_ratio_ci(times[v], times["bare"])
         paired = [a / b for a, b in zip(times[v], times["bare"], strict=True)]
         result["ratios"][v] = {
@@ -257,12 +263,16 @@ def evaluate(results: dict[str, Any]) -> list[dict[str, Any]]:
     for g in results["graph"]:
         limit = GRAPH_TARGETS[g["saver"]]
         for v, r in g["ratios"].items():
-            primary = g["durability"] == "async"
+            primary = g["durability"] == "async" and v != "floor"
             value = r["ratio_of_medians"]
+            what = (
+                "reference floor (span + duration metric per call only)/bare invoke"
+                if v == "floor"
+                else f"exporter={v.removeprefix('inst_')}: instrumented/bare invoke"
+            )
             targets.append(
                 {
-                    "name": f"10-node graph, {g['saver']}, durability={g['durability']}, "
-                    f"exporter={v.removeprefix('inst_')}: instrumented/bare invoke",
+                    "name": f"10-node graph, {g['saver']}, durability={g['durability']}, {what}",
                     "value": value,
                     "ci95": r["ci95"],
                     "limit": limit,
@@ -313,16 +323,23 @@ def print_report(results: dict[str, Any], targets: list[dict[str, Any]]) -> None
         print(
             f"{'saver':8} {'durab.':6} {'rounds':>6} {'bare':>26} {'instr. in-mem exp.':>26} "
             f"{'instr. no-op exp.':>26}   ratio mem [95% CI]   ratio noop [95% CI]"
+            "   floor ratio"
         )
         for g in results["graph"]:
             t, r = g["invoke_ms"], g["ratios"]
-            rm, rn = r["inst_memory"], r["inst_noop"]
+            rm, rn, rf = r["inst_memory"], r["inst_noop"], r["floor"]
             print(
                 f"{g['saver']:8} {g['durability']:6} {g['rounds']:6d} {fmt_ms(t['bare']):>26} "
                 f"{fmt_ms(t['inst_memory']):>26} {fmt_ms(t['inst_noop']):>26}   "
                 f"{rm['ratio_of_medians']:5.3f} [{rm['ci95'][0]:.3f},{rm['ci95'][1]:.3f}]  "
                 f"{rn['ratio_of_medians']:5.3f} [{rn['ci95'][0]:.3f},{rn['ci95'][1]:.3f}]"
+                f"   {rf['ratio_of_medians']:5.3f}"
             )
+        print(
+            "   floor: a minimal wrapper (benchmarks/_harness.py SpanOnlySaver) doing only what"
+            " the contract\n   requires of every call (one span with the common attributes, one"
+            " duration measurement)"
+        )
     if results["history"]:
         print(
             "\n2. InMemorySaver, 1-node graph appending one message per turn to a pre-filled "
