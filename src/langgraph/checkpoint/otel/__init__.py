@@ -13,6 +13,7 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 from opentelemetry.metrics import MeterProvider
 from opentelemetry.trace import TracerProvider
 
+from langgraph.checkpoint.otel.instrumentor import LangGraphCheckpointInstrumentor
 from langgraph.checkpoint.otel.observer import CheckpointObserver
 from langgraph.checkpoint.otel.options import InstrumentOptions
 from langgraph.checkpoint.otel.saver import InstrumentedSaver, wrapper_type
@@ -21,6 +22,7 @@ from langgraph.checkpoint.otel.telemetry import PACKAGE_VERSION as __version__
 __all__ = [
     "InstrumentOptions",
     "InstrumentedSaver",
+    "LangGraphCheckpointInstrumentor",
     "__version__",
     "instrument",
     "is_instrumented",

@@ -1,0 +1,424 @@
+"""LangGraphCheckpointInstrumentor: patching StateGraph.compile and the functional API, restoring
+them exactly, never wrapping twice, and loading through ``opentelemetry-instrument``."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any, TypedDict
+
+import pytest
+from langgraph.checkpoint.base import BaseCheckpointSaver
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.func import entrypoint, task
+from langgraph.graph import END, START, StateGraph
+from langgraph.graph.state import CompiledStateGraph
+
+from helpers import OTel
+from langgraph.checkpoint.otel import instrument, is_instrumented, uninstrument
+from langgraph.checkpoint.otel.instrumentor import LangGraphCheckpointInstrumentor
+
+PUT = "langgraph.checkpoint.put"
+
+ORIGINAL_COMPILE = StateGraph.__dict__["compile"]
+ORIGINAL_ENTRYPOINT_INIT = entrypoint.__dict__["__init__"]
+
+
+class Counter(TypedDict, total=False):
+    n: int
+    log: list[str]
+
+
+def _builder() -> StateGraph[Any]:
+    def a(state: Counter) -> Counter:
+        return {"n": state["n"] + 1, "log": [*state.get("log", []), "a"]}
+
+    def b(state: Counter) -> Counter:
+        return {"n": state["n"] * 10, "log": [*state.get("log", []), "b"]}
+
+    builder = StateGraph(Counter)
+    builder.add_node("a", a)
+    builder.add_node("b", b)
+    builder.add_edge(START, "a")
+    builder.add_edge("a", "b")
+    builder.add_edge("b", END)
+    return builder
+
+
+def _config(thread: str) -> Any:
+    return {"configurable": {"thread_id": thread}}
+
+
+def _run(graph: CompiledStateGraph[Any], thread: str) -> int:
+    """Invoke; return how many checkpoints the run stored (= puts the saver received)."""
+    assert graph.invoke({"n": 1}, _config(thread)) == {"n": 20, "log": ["a", "b"]}
+    saver = graph.checkpointer
+    assert isinstance(saver, BaseCheckpointSaver)
+    return len(list(uninstrument(saver).list(_config(thread))))
+
+
+def _puts(otel: OTel) -> int:
+    return otel.span_names().count(PUT)
+
+
+def _assert_restored() -> None:
+    assert StateGraph.__dict__["compile"] is ORIGINAL_COMPILE
+    assert StateGraph.compile is ORIGINAL_COMPILE
+    assert entrypoint.__dict__["__init__"] is ORIGINAL_ENTRYPOINT_INIT
+
+
+@pytest.fixture
+def instrumentor() -> Iterator[LangGraphCheckpointInstrumentor]:
+    inst = LangGraphCheckpointInstrumentor()
+    assert not inst.is_instrumented_by_opentelemetry, "a previous test leaked instrumentation"
+    try:
+        yield inst
+    finally:
+        if inst.is_instrumented_by_opentelemetry:
+            inst.uninstrument()
+        _assert_restored()
+
+
+def test_dependencies_and_singleton() -> None:
+    assert LangGraphCheckpointInstrumentor().instrumentation_dependencies() == ("langgraph >= 1.2",)
+    assert LangGraphCheckpointInstrumentor() is LangGraphCheckpointInstrumentor()
+
+
+# --------------------------------------------------------------------------------------------
+# 1. StateGraph.compile, then uninstrument
+# --------------------------------------------------------------------------------------------
+
+
+def test_compile_is_instrumented_then_restored(
+    otel: OTel, instrumentor: LangGraphCheckpointInstrumentor
+) -> None:
+    instrumentor.instrument(
+        tracer_provider=otel.tracer_provider, meter_provider=otel.meter_provider
+    )
+    assert StateGraph.__dict__["compile"] is not ORIGINAL_COMPILE
+
+    saver = InMemorySaver()
+    graph = _builder().compile(checkpointer=saver)
+    assert is_instrumented(graph.checkpointer)
+    assert isinstance(graph.checkpointer, BaseCheckpointSaver)
+    assert uninstrument(graph.checkpointer) is saver
+    stored = _run(graph, "t1")
+    assert stored >= 3
+    assert _puts(otel) == stored
+    assert any(name.startswith("langgraph.checkpoint.") for name in otel.metrics())
+
+    instrumentor.uninstrument()
+    _assert_restored()
+    before = len(otel.spans())
+    plain = InMemorySaver()
+    graph2 = _builder().compile(checkpointer=plain)
+    assert graph2.checkpointer is plain
+    _run(graph2, "t2")
+    assert len(otel.spans()) == before
+
+    # the graph compiled while instrumented keeps its instrumented saver
+    _run(graph, "t3")
+    assert _puts(otel) == 2 * stored
+
+
+def test_positional_checkpointer_and_flags(
+    otel: OTel, instrumentor: LangGraphCheckpointInstrumentor
+) -> None:
+    instrumentor.instrument(
+        tracer_provider=otel.tracer_provider, meter_provider=otel.meter_provider
+    )
+    graph = _builder().compile(InMemorySaver())
+    assert is_instrumented(graph.checkpointer)
+
+    assert _builder().compile().checkpointer is None
+    assert _builder().compile(checkpointer=None).checkpointer is None
+    assert _builder().compile(checkpointer=False).checkpointer is False
+    assert _builder().compile(checkpointer=True).checkpointer is True
+
+
+def test_same_saver_gets_one_wrapper(
+    otel: OTel, instrumentor: LangGraphCheckpointInstrumentor
+) -> None:
+    instrumentor.instrument(
+        tracer_provider=otel.tracer_provider, meter_provider=otel.meter_provider
+    )
+    saver = InMemorySaver()
+    g1 = _builder().compile(checkpointer=saver)
+    g2 = _builder().compile(checkpointer=saver)
+    assert is_instrumented(g1.checkpointer)
+    assert g1.checkpointer is g2.checkpointer
+    assert _builder().compile(checkpointer=InMemorySaver()).checkpointer is not g1.checkpointer
+
+
+def test_subgraph_inherits_instrumented_parent_saver(
+    otel: OTel, instrumentor: LangGraphCheckpointInstrumentor
+) -> None:
+    instrumentor.instrument(
+        tracer_provider=otel.tracer_provider, meter_provider=otel.meter_provider
+    )
+    sub = _builder().compile(checkpointer=True)  # a flag: left alone
+    assert sub.checkpointer is True
+    parent = StateGraph(Counter)
+    parent.add_node("sub", sub)
+    parent.add_edge(START, "sub")
+    parent.add_edge("sub", END)
+    graph = parent.compile(checkpointer=InMemorySaver())
+    assert graph.invoke({"n": 1}, _config("p")) == {"n": 20, "log": ["a", "b"]}
+    namespaces = {
+        s.attributes.get("langgraph.checkpoint.ns")
+        for s in otel.spans()
+        if s.name == PUT and s.attributes is not None
+    }
+    # checkpointer=True keeps one history per thread under the stable namespace "sub"
+    assert "sub" in {str(ns).split(":")[0] for ns in namespaces}, namespaces
+
+
+def test_bad_option_fails_at_instrument(instrumentor: LangGraphCheckpointInstrumentor) -> None:
+    with pytest.raises(TypeError, match="no_such_option"):
+        instrumentor.instrument(no_such_option=1)
+    with pytest.raises(ValueError, match="hash_cache_size"):
+        instrumentor.instrument(hash_cache_size=-1)
+    assert not instrumentor.is_instrumented_by_opentelemetry
+    _assert_restored()
+
+
+def test_options_reach_the_wrapper(
+    otel: OTel, instrumentor: LangGraphCheckpointInstrumentor
+) -> None:
+    instrumentor.instrument(
+        tracer_provider=otel.tracer_provider, meter_provider=otel.meter_provider, enabled=False
+    )
+    graph = _builder().compile(checkpointer=InMemorySaver())
+    assert is_instrumented(graph.checkpointer)
+    _run(graph, "off")
+    assert otel.spans() == []
+
+
+# --------------------------------------------------------------------------------------------
+# 2. the functional API
+# --------------------------------------------------------------------------------------------
+
+
+def test_functional_api(otel: OTel, instrumentor: LangGraphCheckpointInstrumentor) -> None:
+    instrumentor.instrument(
+        tracer_provider=otel.tracer_provider, meter_provider=otel.meter_provider
+    )
+
+    @task
+    def double(x: int) -> int:
+        return 2 * x
+
+    saver = InMemorySaver()
+
+    @entrypoint(checkpointer=saver)
+    def workflow(x: int) -> int:
+        return double(x).result() + 1
+
+    assert is_instrumented(workflow.checkpointer)
+    assert workflow.invoke(3, _config("f1")) == 7
+    names = otel.span_names()
+    assert names.count(PUT) == len(list(saver.list(_config("f1"))))
+    assert names.count(PUT) >= 1
+    assert "langgraph.checkpoint.put_writes" in names
+
+    # positional checkpointer; no checkpointer
+    assert is_instrumented(entrypoint(InMemorySaver()).checkpointer)
+    assert entrypoint().checkpointer is None
+
+    instrumentor.uninstrument()
+    _assert_restored()
+    plain = InMemorySaver()
+    assert entrypoint(checkpointer=plain).checkpointer is plain
+
+
+# --------------------------------------------------------------------------------------------
+# 3. no double instrumentation
+# --------------------------------------------------------------------------------------------
+
+
+def test_instrument_twice_is_harmless(
+    otel: OTel, instrumentor: LangGraphCheckpointInstrumentor
+) -> None:
+    instrumentor.instrument(
+        tracer_provider=otel.tracer_provider, meter_provider=otel.meter_provider
+    )
+    instrumentor.instrument(
+        tracer_provider=otel.tracer_provider, meter_provider=otel.meter_provider
+    )
+    patched = StateGraph.__dict__["compile"]
+    assert patched.__wrapped__ is ORIGINAL_COMPILE  # one layer of patching, not two
+
+    graph = _builder().compile(checkpointer=InMemorySaver())
+    assert isinstance(graph.checkpointer, BaseCheckpointSaver)
+    assert is_instrumented(graph.checkpointer)
+    assert not is_instrumented(uninstrument(graph.checkpointer))  # wrapped once, not twice
+    stored = _run(graph, "d1")
+    assert stored >= 3
+    assert _puts(otel) == stored  # one span per put
+
+
+def test_already_instrumented_saver_is_not_wrapped_again(
+    otel: OTel, instrumentor: LangGraphCheckpointInstrumentor
+) -> None:
+    wrapped = instrument(
+        InMemorySaver(), tracer_provider=otel.tracer_provider, meter_provider=otel.meter_provider
+    )
+    instrumentor.instrument(
+        tracer_provider=otel.tracer_provider, meter_provider=otel.meter_provider
+    )
+    g1 = _builder().compile(checkpointer=wrapped)
+    g2 = _builder().compile(checkpointer=wrapped)
+    assert g1.checkpointer is wrapped
+    assert g2.checkpointer is wrapped
+
+    stored = _run(g1, "w1") + _run(g2, "w2")
+    assert stored >= 6
+    assert _puts(otel) == stored  # exactly one span per put
+
+    @entrypoint(checkpointer=wrapped)
+    def workflow(x: int) -> int:
+        return x + 1
+
+    assert workflow.checkpointer is wrapped
+
+
+# --------------------------------------------------------------------------------------------
+# 4. opentelemetry-instrument, in a subprocess
+# --------------------------------------------------------------------------------------------
+
+APP = textwrap.dedent(
+    """
+    import json
+    from typing import TypedDict
+
+    from langgraph.checkpoint.memory import InMemorySaver
+    from langgraph.graph import END, START, StateGraph
+    from opentelemetry import trace
+
+    from langgraph.checkpoint.otel import is_instrumented
+
+    memory = None
+    provider = trace.get_tracer_provider()
+    if hasattr(provider, "add_span_processor"):  # an SDK provider configured by the distro
+        from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+        from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+        memory = InMemorySpanExporter()
+        provider.add_span_processor(SimpleSpanProcessor(memory))
+
+
+    class State(TypedDict):
+        n: int
+
+
+    def inc(state: State) -> State:
+        return {"n": state["n"] + 1}
+
+
+    builder = StateGraph(State)
+    builder.add_node("inc", inc)
+    builder.add_edge(START, "inc")
+    builder.add_edge("inc", END)
+    graph = builder.compile(checkpointer=InMemorySaver())
+    result = graph.invoke({"n": 1}, {"configurable": {"thread_id": "app"}})
+    spans = list(memory.get_finished_spans()) if memory is not None else []
+    report = {
+        "result": result,
+        "instrumented": is_instrumented(graph.checkpointer),
+        "provider": type(provider).__name__,
+        "finished_spans": len(spans),
+        "put_spans": sum(s.name == "langgraph.checkpoint.put" for s in spans),
+    }
+    print(json.dumps({"app_report": report}), flush=True)
+    """
+)
+
+
+def _json_objects(text: str) -> list[Any]:
+    """Every top-level JSON value in `text` (the console exporter prints indented objects)."""
+    decoder = json.JSONDecoder()
+    out: list[Any] = []
+    i = 0
+    while True:
+        i = text.find("{", i)
+        if i < 0:
+            return out
+        try:
+            value, end = decoder.raw_decode(text, i)
+        except json.JSONDecodeError:
+            i += 1
+            continue
+        out.append(value)
+        i = end
+
+
+@pytest.fixture(scope="module")
+def auto_instrumented_run(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> tuple[dict[str, Any], list[Any]]:
+    """Run the app under ``opentelemetry-instrument``: (the app's report, console spans)."""
+    tmp = tmp_path_factory.mktemp("auto")
+    script = tmp / "app.py"
+    script.write_text(APP)
+    cli = Path(sys.executable).parent / "opentelemetry-instrument"
+    assert cli.exists(), f"{cli} missing: is opentelemetry-instrumentation installed?"
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("OTEL_", "LANGGRAPH_OTEL_")) and k != "PYTHONPATH"
+    }
+    env.update(
+        OTEL_TRACES_EXPORTER="console",
+        OTEL_METRICS_EXPORTER="none",
+        OTEL_LOGS_EXPORTER="none",
+        OTEL_SERVICE_NAME="test",
+        PYTHONUNBUFFERED="1",
+    )
+    proc = subprocess.run(
+        [str(cli), sys.executable, str(script)],
+        cwd=tmp,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert proc.returncode == 0, f"stdout:\n{proc.stdout}\nstderr:\n{proc.stderr}"
+    objects = _json_objects(proc.stdout)
+    reports = [o["app_report"] for o in objects if isinstance(o, dict) and "app_report" in o]
+    assert len(reports) == 1, f"stdout:\n{proc.stdout}\nstderr:\n{proc.stderr}"
+    spans = [o for o in objects if isinstance(o, dict) and "name" in o and "context" in o]
+    return reports[0], spans
+
+
+def test_opentelemetry_instrument_loads_the_entry_point(
+    auto_instrumented_run: tuple[dict[str, Any], list[Any]],
+) -> None:
+    report, _ = auto_instrumented_run
+    assert report["result"] == {"n": 2}
+    assert report["instrumented"] is True
+
+
+def test_opentelemetry_instrument_exports_spans(
+    auto_instrumented_run: tuple[dict[str, Any], list[Any]],
+) -> None:
+    if importlib.util.find_spec("opentelemetry.distro") is None:
+        pytest.skip(
+            "opentelemetry-distro is not installed: without it opentelemetry-instrument "
+            "configures no SDK, so OTEL_TRACES_EXPORTER=console exports nothing"
+        )
+    report, spans = auto_instrumented_run
+    assert report["provider"] == "TracerProvider"
+    console_puts = [s for s in spans if s["name"] == PUT]
+    assert console_puts, f"no {PUT} span printed; spans: {[s['name'] for s in spans]}"
+    assert report["put_spans"] == len(console_puts)
+    assert report["finished_spans"] >= report["put_spans"]
+    assert all(s["resource"]["attributes"]["service.name"] == "test" for s in spans)
+    scopes = {s["instrumentation_scope"]["name"] for s in spans if "instrumentation_scope" in s}
+    assert scopes <= {"langgraph.checkpoint.otel"}
