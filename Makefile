@@ -51,8 +51,8 @@ postgres-server:
 	  echo "         Without them the PostgreSQL tests are skipped (a failure when CI=true)." >&2; \
 	fi
 
-## test: the whole pytest suite, with a real PostgreSQL started by the test session
-test: venv postgres-server
+## test: lint, then the whole pytest suite, with a real PostgreSQL started by the test session
+test: venv postgres-server lint
 	$(BIN)/pytest $(PYTEST_ARGS)
 
 ## lint: ruff check, ruff format --check, mypy --strict on src/

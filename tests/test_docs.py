@@ -10,7 +10,14 @@ from langgraph.checkpoint.otel import names
 DOC = Path(__file__).resolve().parents[1] / "docs" / "telemetry.md"
 
 # names.py constants that are not telemetry names (metadata keys and format markers)
-NOT_TELEMETRY = {"METADATA_KEY", "META_FORMAT", "META_STATE_HASH", "META_CHANNELS", "META_NODES", "SCOPE"}
+NOT_TELEMETRY = {
+    "METADATA_KEY",
+    "META_FORMAT",
+    "META_STATE_HASH",
+    "META_CHANNELS",
+    "META_NODES",
+    "SCOPE",
+}
 
 
 def defined_names() -> set[str]:
