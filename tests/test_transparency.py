@@ -281,6 +281,12 @@ def check_wrapped(bare: RunResult, wrapped: RunResult, otel: OTel) -> None:
         assert names.METADATA_KEY not in t.metadata
     puts = [s for s in otel.spans() if s.name == names.SPAN_PUT]
     assert len(puts) == len(wrapped.history)
+    # every scenario is deterministic: replays and forks must give no divergence finding
+    findings = [
+        dict(e.attributes or {}) for s in puts for e in s.events if e.name == names.EVENT_DIVERGENCE
+    ]
+    assert findings == []
+    assert all(names.DIVERGENCE_DETECTED not in s.attributes for s in puts)
 
 
 SyncScenario = Callable[[Saver, Recorder], None]

@@ -25,6 +25,7 @@ from opentelemetry.trace import TracerProvider
 from opentelemetry.util.types import AttributeValue
 
 from langgraph.checkpoint.otel import names
+from langgraph.checkpoint.otel.divergence import Finding
 from langgraph.checkpoint.otel.hashing import StateDigest, StateHasher
 from langgraph.checkpoint.otel.lineage import (
     LoadedCheckpoint,
@@ -47,6 +48,7 @@ from langgraph.checkpoint.otel.records import (
 )
 from langgraph.checkpoint.otel.summary import summarize
 from langgraph.checkpoint.otel.telemetry import Operation, Telemetry
+from langgraph.checkpoint.otel.watch import DivergenceWatch, ReferenceWalk
 
 TASKS_CHANNEL = "__pregel_tasks"
 
@@ -65,6 +67,7 @@ class PutCall:
     """A put in progress: `metadata` is what the inner saver must store."""
 
     metadata: CheckpointMetadata
+    findings: list[Finding] = field(default_factory=list)
 
 
 @dataclass(slots=True)
@@ -85,6 +88,8 @@ class LoadCall:
     op: Operation | None = None
     run: RunStart | None = None
     config: RunnableConfig | None = None
+    walk: ReferenceWalk | None = None
+    """After a fork: the reference-branch reads the saver must drive (see `watch`)."""
     _finish: Callable[[LoadCall, Any, Any], None] | None = field(default=None, repr=False)
 
     @property
@@ -147,6 +152,7 @@ class CheckpointObserver:
             options.hash_cache_size
         )
         self._resumed_from: BoundedDict[Scope, str] = BoundedDict(options.hash_cache_size)
+        self._watch = DivergenceWatch(options.divergence, messages_channel=options.messages_channel)
 
     def active(self) -> bool:
         """Whether this call should produce telemetry at all."""
@@ -175,6 +181,10 @@ class CheckpointObserver:
                 "describe put", self._describe_put, op, call, config, checkpoint, new_versions
             )
             yield call
+            # the checkpoint is stored; a strict-mode callback may now stop the run
+            if call.findings and self.options.on_divergence is not None:
+                for finding in call.findings:
+                    self.options.on_divergence(finding)
 
     def _describe_put(
         self,
@@ -230,6 +240,10 @@ class CheckpointObserver:
             if self.options.store_hashes:
                 state_hash = digest.state_hash
                 channel_digests = {name: (d.hash, d.size) for name, d in digest.channels.items()}
+        call.findings = self._watch_put(scope, config, checkpoint, metadata, nodes, digest)
+        if call.findings:
+            attributes[names.DIVERGENCE_DETECTED] = True
+            self._report_findings(op, call.findings)
         op.set(attributes)
         context = op.trace_context()
         if (state_hash or context) and not _user_claims_metadata_key(config, metadata):
@@ -237,6 +251,45 @@ class CheckpointObserver:
                 state_hash, channel_digests, tuple(nodes), context.carrier() if context else {}
             )
             call.metadata = {**metadata, names.METADATA_KEY: stored.to_metadata()}  # type: ignore[typeddict-unknown-key]
+
+    def _watch_put(
+        self,
+        scope: Scope,
+        config: RunnableConfig,
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        nodes: list[str],
+        digest: StateDigest | None,
+    ) -> list[Finding]:
+        with self._lock:
+            return self._watch.observe_put(
+                scope,
+                config,
+                checkpoint,
+                metadata,
+                nodes=nodes,
+                channel_hashes=(
+                    {name: d.hash for name, d in digest.channels.items()} if digest else None
+                ),
+                state_hash=digest.state_hash if digest else None,
+            )
+
+    def _report_findings(self, op: Operation, findings: list[Finding]) -> None:
+        for finding in findings:
+            event: dict[str, AttributeValue] = {
+                names.DIVERGENCE_KIND: finding.kind,
+                names.DIVERGENCE_REFERENCE_CHECKPOINT_ID: finding.reference_checkpoint_id,
+            }
+            if finding.step is not None:
+                event[names.DIVERGENCE_STEP] = finding.step
+            if finding.channel is not None:
+                event[names.DIVERGENCE_CHANNEL] = finding.channel
+            if finding.expected is not None:
+                event[names.DIVERGENCE_EXPECTED] = finding.expected
+            if finding.actual is not None:
+                event[names.DIVERGENCE_ACTUAL] = finding.actual
+            op.event(names.EVENT_DIVERGENCE, event)
+            self.telemetry.count_divergence(finding.kind)
 
     def _nodes_applied(
         self, scope: Scope, parent_id: str | None, checkpoint: Checkpoint
@@ -347,7 +400,7 @@ class CheckpointObserver:
             yield LoadCall()
             return
         with self.telemetry.operation(names.SPAN_GET, "get", config_attributes(config)) as op:
-            yield LoadCall(op, run, config, self._describe_load)
+            yield LoadCall(op, run, config, _finish=self._describe_load)
 
     def _describe_load(self, call: LoadCall, result: Any, latest: Any) -> None:
         op = call.op
@@ -364,6 +417,9 @@ class CheckpointObserver:
                 op.link(writer, {names.LINK_TYPE: LINK_CHECKPOINT_WRITER})
             scope = _scope(result.config)
             with self._lock:
+                self._watch.start(scope, resume, result)
+                if resume.kind == "fork":
+                    call.walk = self._watch.reference_walk(scope, result, latest)
                 self._resumed_from[scope] = resume.from_checkpoint_id
                 self._hasher.adopt(
                     scope,

@@ -4,11 +4,29 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 ENV_PREFIX = "LANGGRAPH_OTEL_"
+
+DivergenceKind = Literal["state", "trajectory", "duplicate_tool_call"]
+DETECTORS: tuple[DivergenceKind, ...] = ("state", "trajectory", "duplicate_tool_call")
+
+
+class DivergencePolicy(BaseModel):
+    """What counts as a divergence. The defaults give no finding on deterministic replays."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    detectors: frozenset[DivergenceKind] = frozenset(DETECTORS)
+    """Detectors that run."""
+    ignore_channels: frozenset[str] = frozenset()
+    """Channels whose hashes are never compared (timestamps, counters, scratch space)."""
+    compare_tool_args: bool = True
+    """Whether the same tool called with other arguments is a trajectory departure."""
+    window: int = Field(default=50, ge=1, le=10_000)
+    """At most this many checkpoints after the fork point are compared."""
 
 
 class InstrumentOptions(BaseModel):
@@ -40,6 +58,16 @@ class InstrumentOptions(BaseModel):
     content_max_bytes: int = Field(default=4096, ge=0, le=1_048_576)
     """Cap on the size of one captured value."""
 
+    divergence: DivergencePolicy = DivergencePolicy()
+    """What the divergence detectors compare after a resume (see `DivergencePolicy`)."""
+
+    on_divergence: Callable[[Any], None] | None = None
+    """Called with each `divergence.Finding` after its checkpoint is stored; an exception it raises
+    propagates to the graph (strict mode, as Temporal fails a non-deterministic workflow)."""
+
+    messages_channel: str = "messages"
+    """The channel holding LangChain messages, read for tool calls."""
+
     @classmethod
     def load(
         cls, overrides: Mapping[str, Any], environ: Mapping[str, str] | None = None
@@ -52,7 +80,7 @@ class InstrumentOptions(BaseModel):
         values: dict[str, Any] = {}
         for name in cls.model_fields:
             raw = environ.get(ENV_PREFIX + name.upper())
-            if raw is not None and name != "redact":
+            if raw is not None and name not in ("redact", "on_divergence"):
                 values[name] = raw
         unknown = sorted(set(overrides) - set(cls.model_fields))
         if unknown:

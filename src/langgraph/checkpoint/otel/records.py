@@ -7,13 +7,14 @@ resume harness, read checkpoints through these functions so they agree on one re
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
 from langgraph.checkpoint.serde.types import ERROR, INTERRUPT, RESUME
 
 from langgraph.checkpoint.otel import names
+from langgraph.checkpoint.otel.hashing import hash_value
 
 PULL_PREFIX = "~__pregel_pull, "
 PUSH_PREFIX = "~__pregel_push, "
@@ -155,3 +156,166 @@ def read_stored_telemetry(metadata: Mapping[str, Any] | None) -> StoredTelemetry
     return StoredTelemetry(
         state_hash if isinstance(state_hash, str) else None, channels, nodes, carrier
     )
+
+
+# --- checkpoint records: what detectors, diffs, the inspector and the harness read ----------
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCall:
+    """A tool call, identified across runs by its idempotency key (name + argument hash).
+
+    The model-issued call id changes on every run; the key does not.
+    """
+
+    name: str
+    key: str
+
+
+@dataclass(frozen=True, slots=True)
+class CheckpointRecord:
+    """One checkpoint as the detectors see it: ids, lineage, nodes, hashes and tool calls."""
+
+    checkpoint_id: str
+    parent_id: str | None
+    step: int | None
+    source: str | None
+    nodes: tuple[str, ...] = ()
+    channel_hashes: Mapping[str, str] = field(default_factory=dict)
+    state_hash: str | None = None
+    tool_calls: tuple[ToolCall, ...] = ()
+    """Calls requested by the AI messages this checkpoint added."""
+    tool_results: tuple[ToolCall, ...] = ()
+    """Calls answered by the tool messages this checkpoint added (the tool ran)."""
+    run_id: str | None = None
+
+
+def tool_call_key(name: str, args: Any) -> str:
+    """Idempotency key of a call: `<name>:<canonical hash of its arguments>`."""
+    return f"{name}:{hash_value(args, fallback=repr_bytes)}"
+
+
+def repr_bytes(value: Any) -> bytes:
+    """Last-resort encoding for argument values of unknown types."""
+    return repr(value).encode()
+
+
+def message_tool_activity(
+    messages: Sequence[Any], start: int = 0
+) -> tuple[tuple[ToolCall, ...], tuple[ToolCall, ...]]:
+    """Tool calls requested and answered by `messages[start:]`.
+
+    A tool message is matched to the request it answers through its `tool_call_id`, looked up
+    among all of `messages`, so its key carries the request's name and arguments.
+    """
+    requests: dict[str, ToolCall] = {}
+    requested: list[ToolCall] = []
+    answered: list[ToolCall] = []
+    for index, message in enumerate(messages):
+        for call in getattr(message, "tool_calls", None) or ():
+            if not isinstance(call, Mapping):
+                continue
+            tool = ToolCall(
+                str(call.get("name", "")),
+                tool_call_key(str(call.get("name", "")), call.get("args")),
+            )
+            if call.get("id"):
+                requests[str(call["id"])] = tool
+            if index >= start:
+                requested.append(tool)
+        if index >= start and getattr(message, "type", None) == "tool":
+            request = requests.get(str(getattr(message, "tool_call_id", "")))
+            name = str(getattr(message, "name", None) or (request.name if request else ""))
+            answered.append(request or ToolCall(name, f"{name}:?"))
+    return tuple(requested), tuple(answered)
+
+
+def checkpoint_record(
+    config: Mapping[str, Any],
+    checkpoint: Mapping[str, Any],
+    metadata: Mapping[str, Any] | None,
+    parent_id: str | None,
+    *,
+    messages_channel: str = "messages",
+    previous_messages: Sequence[Any] | None = None,
+    channel_hashes: Mapping[str, str] | None = None,
+    state_hash: str | None = None,
+    nodes: Sequence[str] | None = None,
+) -> CheckpointRecord:
+    """A record of a checkpoint, from its stored form or from a put.
+
+    Hashes and nodes come from the arguments when given (a put knows them), else from the
+    wrapper's stored metadata (never re-hashed). Tool activity is read from the messages the
+    checkpoint added to `messages_channel` relative to `previous_messages` (by message id, or
+    by count when messages carry no ids).
+    """
+    metadata = metadata or {}
+    stored = read_stored_telemetry(metadata)
+    values = checkpoint.get("channel_values") or {}
+    messages = values.get(messages_channel)
+    requested: tuple[ToolCall, ...] = ()
+    answered: tuple[ToolCall, ...] = ()
+    if isinstance(messages, list):
+        requested, answered = message_tool_activity(
+            messages, _first_added(messages, previous_messages)
+        )
+    configurable = config.get("configurable") or {}
+    step = metadata.get("step")
+    return CheckpointRecord(
+        checkpoint_id=str(checkpoint.get("id", configurable.get("checkpoint_id", ""))),
+        parent_id=parent_id,
+        step=step if isinstance(step, int) else None,
+        source=metadata.get("source"),
+        nodes=tuple(nodes if nodes is not None else (stored.nodes if stored else ())),
+        channel_hashes=dict(
+            channel_hashes
+            if channel_hashes is not None
+            else ({k: h for k, (h, _) in stored.channels.items()} if stored else {})
+        ),
+        state_hash=state_hash
+        if state_hash is not None
+        else (stored.state_hash if stored else None),
+        tool_calls=requested,
+        tool_results=answered,
+        run_id=metadata.get("run_id"),
+    )
+
+
+def _first_added(messages: Sequence[Any], previous: Sequence[Any] | None) -> int:
+    if not previous:
+        return 0 if previous is not None else len(messages)
+    ids = {getattr(m, "id", None) for m in previous} - {None}
+    if ids:
+        for index, message in enumerate(messages):
+            if getattr(message, "id", None) not in ids:
+                return index
+        return len(messages)
+    return min(len(previous), len(messages))
+
+
+def history_records(
+    tuples: Iterable[Any], *, messages_channel: str = "messages"
+) -> list[CheckpointRecord]:
+    """Records of a thread's stored history (CheckpointTuples in any order), oldest first."""
+    ordered = sorted(tuples, key=lambda t: str(t.checkpoint["id"]))
+    by_id = {str(t.checkpoint["id"]): t for t in ordered}
+    records = []
+    for tup in ordered:
+        parent_id = ((tup.parent_config or {}).get("configurable") or {}).get("checkpoint_id")
+        parent = by_id.get(str(parent_id)) if parent_id else None
+        previous = (
+            (parent.checkpoint.get("channel_values") or {}).get(messages_channel, [])
+            if parent is not None
+            else []
+        )
+        records.append(
+            checkpoint_record(
+                tup.config,
+                tup.checkpoint,
+                tup.metadata,
+                str(parent_id) if parent_id else None,
+                messages_channel=messages_channel,
+                previous_messages=previous if isinstance(previous, list) else [],
+            )
+        )
+    return records

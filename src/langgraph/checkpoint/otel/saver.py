@@ -9,7 +9,15 @@ defines exactly the checkpointer methods the inner type overrides, so capability
 from __future__ import annotations
 
 import sys
-from collections.abc import AsyncIterator, Collection, Iterator, Mapping, Sequence
+from collections.abc import (
+    AsyncIterator,
+    Awaitable,
+    Callable,
+    Collection,
+    Iterator,
+    Mapping,
+    Sequence,
+)
 from typing import Any, cast
 
 from langchain_core.runnables import RunnableConfig
@@ -30,6 +38,7 @@ from langgraph.checkpoint.otel.observer import (
     latest_config,
 )
 from langgraph.checkpoint.otel.pregel_signals import run_start
+from langgraph.checkpoint.otel.watch import ReferenceWalk
 
 Saver = BaseCheckpointSaver[Any]
 
@@ -103,7 +112,11 @@ class _Delegation:
         with self.observer.load(config, run_start(sys._getframe(1))) as call:
             loaded = self.inner.get_tuple(config)
             latest = self.inner.get_tuple(latest_config(config)) if call.wants_latest else None
-            return cast(CheckpointTuple | None, call.done(loaded, latest))
+            call.done(loaded, latest)
+            if call.walk is not None:
+                drive = self.observer.telemetry.guard
+                drive("read reference branch", _drive, call.walk, self.inner.get_tuple)
+            return loaded
 
     async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
         with self.observer.load(config, run_start(sys._getframe(1))) as call:
@@ -111,7 +124,13 @@ class _Delegation:
             latest = (
                 await self.inner.aget_tuple(latest_config(config)) if call.wants_latest else None
             )
-            return cast(CheckpointTuple | None, call.done(loaded, latest))
+            call.done(loaded, latest)
+            if call.walk is not None:
+                try:
+                    await _adrive(call.walk, self.inner.aget_tuple)
+                except Exception as exc:
+                    self.observer.telemetry.fault("read reference branch", exc)
+            return loaded
 
     def list(
         self,
@@ -226,6 +245,26 @@ class _Delegation:
     ) -> Mapping[str, DeltaChannelHistory]:
         with self.observer.maintenance(*_delta_history(config)):
             return await self.inner.aget_delta_channel_history(config=config, channels=channels)
+
+
+def _drive(walk: ReferenceWalk, load: Callable[[Any], Any]) -> None:
+    """Serve a reference walk's reads with a sync load."""
+    try:
+        wanted = next(walk)
+        while True:
+            wanted = walk.send(load(wanted))
+    except StopIteration:
+        return
+
+
+async def _adrive(walk: ReferenceWalk, load: Callable[[Any], Awaitable[Any]]) -> None:
+    """Serve a reference walk's reads with an async load."""
+    try:
+        wanted = next(walk)
+        while True:
+            wanted = walk.send(await load(wanted))
+    except StopIteration:
+        return
 
 
 Maintenance = tuple[str, str, dict[str, Any]]

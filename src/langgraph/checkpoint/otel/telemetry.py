@@ -311,6 +311,10 @@ class Telemetry:
         """Count one resume by kind."""
         self.guard("count resume", self.resumes.add, 1, {names.RESUME_KIND: kind})
 
+    def count_divergence(self, kind: str) -> None:
+        """Count one divergence finding by kind."""
+        self.guard("count divergence", self.divergences.add, 1, {names.DIVERGENCE_KIND: kind})
+
     def count_task_outcome(self, node: str, outcome: str) -> None:
         """Count one pending-writes call by node and outcome."""
         self.guard(

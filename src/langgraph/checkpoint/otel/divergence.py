@@ -1,0 +1,278 @@
+"""Divergence detectors: pure functions over checkpoint records.
+
+A resumed or replayed run is compared with the reference branch, the earlier descendants of
+the checkpoint it resumed or forked from, step by step (the i-th checkpoint after the fork
+point in one branch against the i-th in the other):
+
+- `state`: both branches ran the same nodes from the same state, yet a channel's hash
+  differs: the node is non-deterministic.
+- `trajectory`: the nodes, or the tool calls, of a step differ: the run took another path. Only
+  the first departure is reported; after it the branches are no longer comparable.
+- `duplicate_tool_call`: a tool call whose idempotency key (name + argument hash) had already
+  been answered before the resume is answered again: the side effect ran twice.
+
+The online wrapper, the offline `divergences()` and the resume harness all use these.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Iterable, Sequence
+from dataclasses import dataclass, field
+
+from pydantic import BaseModel, ConfigDict
+
+from langgraph.checkpoint.otel.options import DETECTORS, DivergenceKind, DivergencePolicy
+from langgraph.checkpoint.otel.records import CheckpointRecord
+
+__all__ = [
+    "DEFAULT_POLICY",
+    "DETECTORS",
+    "BranchComparison",
+    "DivergenceKind",
+    "DivergencePolicy",
+    "Finding",
+    "compare_branches",
+    "divergences",
+]
+
+
+DEFAULT_POLICY = DivergencePolicy()
+
+
+class Finding(BaseModel):
+    """One divergence: where the new branch departed from the reference branch."""
+
+    model_config = ConfigDict(frozen=True)
+
+    kind: DivergenceKind
+    step: int | None
+    checkpoint_id: str
+    """The checkpoint of the new branch that revealed it."""
+    reference_checkpoint_id: str
+    """The checkpoint of the earlier branch it was compared with."""
+    node: str | None = None
+    channel: str | None = None
+    expected: str | None = None
+    """Hash, node names or tool name(s) of the reference branch; never content."""
+    actual: str | None = None
+
+
+@dataclass(slots=True)
+class BranchComparison:
+    """Compares a growing branch with a reference branch, one checkpoint at a time."""
+
+    reference: Sequence[CheckpointRecord]
+    """Checkpoints after the fork point in the earlier branch, oldest first."""
+    completed_before: Collection[str] = ()
+    """Idempotency keys of tool calls answered before the resume."""
+    policy: DivergencePolicy = DEFAULT_POLICY
+    compared: list[CheckpointRecord] = field(default_factory=list)
+    departed: bool = False
+
+    def add(self, record: CheckpointRecord) -> list[Finding]:
+        """Findings revealed by the branch's next checkpoint (fork copies are skipped)."""
+        if record.source == "fork":
+            return []
+        index = len(self.compared)
+        self.compared.append(record)
+        findings = self._duplicates(record)
+        if self.departed or index >= min(len(self.reference), self.policy.window):
+            return findings
+        expected = self.reference[index]
+        departure = self._trajectory(expected, record)
+        if departure is not None:
+            self.departed = True
+            if "trajectory" in self.policy.detectors:
+                findings.insert(0, departure)
+            return findings
+        if "state" in self.policy.detectors and self._same_start(index):
+            findings[:0] = _state_findings(expected, record, self.policy.ignore_channels)
+        return findings
+
+    def _same_start(self, index: int) -> bool:
+        if index == 0:
+            return True  # both branches start from the fork point
+        before, reference_before = self.compared[index - 1], self.reference[index - 1]
+        return before.state_hash is not None and before.state_hash == reference_before.state_hash
+
+    def _trajectory(self, expected: CheckpointRecord, actual: CheckpointRecord) -> Finding | None:
+        if tuple(expected.nodes) != tuple(actual.nodes):
+            return _finding(
+                "trajectory",
+                expected,
+                actual,
+                node=",".join(actual.nodes) or None,
+                expected=",".join(expected.nodes),
+                actual=",".join(actual.nodes),
+            )
+        attribute = "key" if self.policy.compare_tool_args else "name"
+        want = [getattr(call, attribute) for call in expected.tool_calls]
+        got = [getattr(call, attribute) for call in actual.tool_calls]
+        if want != got:
+            at = next((i for i, (w, g) in enumerate(zip(want, got, strict=False)) if w != g), None)
+            at = min(len(want), len(got)) if at is None else at
+            return _finding(
+                "trajectory",
+                expected,
+                actual,
+                node=",".join(actual.nodes) or None,
+                expected=_tool_name(expected, at),
+                actual=_tool_name(actual, at),
+            )
+        return None
+
+    def _duplicates(self, record: CheckpointRecord) -> list[Finding]:
+        if "duplicate_tool_call" not in self.policy.detectors:
+            return []
+        done = set(self.completed_before)
+        for earlier in self.compared[:-1]:
+            done.update(call.key for call in earlier.tool_results)
+        return [
+            Finding(
+                kind="duplicate_tool_call",
+                step=record.step,
+                checkpoint_id=record.checkpoint_id,
+                reference_checkpoint_id=_answered_in(self.reference, call.key) or "",
+                node=",".join(record.nodes) or None,
+                expected=None,
+                actual=call.name,
+            )
+            for call in record.tool_results
+            if call.key in done or _answered_in(self.reference, call.key)
+        ]
+
+
+def _answered_in(records: Iterable[CheckpointRecord], key: str) -> str | None:
+    for record in records:
+        if any(call.key == key for call in record.tool_results):
+            return record.checkpoint_id
+    return None
+
+
+def _tool_name(record: CheckpointRecord, index: int) -> str:
+    return record.tool_calls[index].name if index < len(record.tool_calls) else "(none)"
+
+
+def _finding(
+    kind: DivergenceKind,
+    reference: CheckpointRecord,
+    revealed_by: CheckpointRecord,
+    **fields: str | None,
+) -> Finding:
+    return Finding(
+        kind=kind,
+        step=revealed_by.step,
+        checkpoint_id=revealed_by.checkpoint_id,
+        reference_checkpoint_id=reference.checkpoint_id,
+        **fields,
+    )
+
+
+def _state_findings(
+    expected: CheckpointRecord, actual: CheckpointRecord, ignore: Collection[str]
+) -> list[Finding]:
+    if not expected.channel_hashes or not actual.channel_hashes:
+        return []  # hashes were not stored for one of them: nothing to compare
+    channels = sorted(
+        name
+        for name in set(expected.channel_hashes) | set(actual.channel_hashes)
+        if name not in ignore
+        and not name.startswith(("branch:to:", "__"))
+        and expected.channel_hashes.get(name) != actual.channel_hashes.get(name)
+    )
+    return [
+        _finding(
+            "state",
+            expected,
+            actual,
+            node=",".join(actual.nodes) or None,
+            channel=name,
+            expected=expected.channel_hashes.get(name),
+            actual=actual.channel_hashes.get(name),
+        )
+        for name in channels
+    ]
+
+
+def compare_branches(
+    reference: Sequence[CheckpointRecord],
+    branch: Sequence[CheckpointRecord],
+    *,
+    completed_before: Collection[str] = (),
+    policy: DivergencePolicy = DEFAULT_POLICY,
+) -> list[Finding]:
+    """All findings of `branch` against `reference` (both oldest first, after the fork point)."""
+    comparison = BranchComparison(reference, completed_before, policy)
+    return [finding for record in branch for finding in comparison.add(record)]
+
+
+def divergences(
+    records: Sequence[CheckpointRecord], policy: DivergencePolicy = DEFAULT_POLICY
+) -> list[Finding]:
+    """Findings over a thread's stored history (see `records.history_records`).
+
+    Every checkpoint with more than one child is a fork point: each later child's chain is
+    compared with the earliest child's chain. A run that resumed without new input (its first
+    checkpoint is not `source=input`) is checked for tool calls answered again after the
+    resume.
+    """
+    by_parent: dict[str | None, list[CheckpointRecord]] = {}
+    for record in records:
+        by_parent.setdefault(record.parent_id, []).append(record)
+    findings: list[Finding] = []
+    for children in by_parent.values():
+        if len(children) < 2:
+            continue
+        ordered = sorted(children, key=lambda r: r.checkpoint_id)
+        reference = _chain(ordered[0], by_parent, policy.window)
+        for child in ordered[1:]:
+            findings += compare_branches(
+                reference, _chain(child, by_parent, policy.window), policy=policy
+            )
+    findings += _resumed_run_duplicates(records, policy)
+    unique = {(f.kind, f.checkpoint_id, f.channel, f.actual): f for f in findings}
+    return list(unique.values())
+
+
+def _chain(
+    first: CheckpointRecord,
+    by_parent: dict[str | None, list[CheckpointRecord]],
+    limit: int,
+) -> list[CheckpointRecord]:
+    """`first` and its first-born descendants; a fork copy continues into its own children."""
+    chain = [first]
+    while len(chain) <= limit:
+        children = sorted(by_parent.get(chain[-1].checkpoint_id, []), key=lambda r: r.checkpoint_id)
+        if not children:
+            break
+        chain.append(children[0])
+    return chain
+
+
+def _resumed_run_duplicates(
+    records: Sequence[CheckpointRecord], policy: DivergencePolicy
+) -> list[Finding]:
+    if "duplicate_tool_call" not in policy.detectors:
+        return []
+    findings: list[Finding] = []
+    answered: dict[str, str] = {}
+    previous_run: str | None = None
+    resumed = False
+    for record in sorted(records, key=lambda r: r.checkpoint_id):
+        if record.run_id != previous_run:
+            resumed = previous_run is not None and record.source != "input"
+            previous_run = record.run_id
+        for call in record.tool_results:
+            if resumed and call.key in answered:
+                findings.append(
+                    Finding(
+                        kind="duplicate_tool_call",
+                        step=record.step,
+                        checkpoint_id=record.checkpoint_id,
+                        reference_checkpoint_id=answered[call.key],
+                        node=",".join(record.nodes) or None,
+                        actual=call.name,
+                    )
+                )
+            answered.setdefault(call.key, record.checkpoint_id)
+    return findings

@@ -1,0 +1,161 @@
+"""Watching a resumed run for divergence: the bookkeeping between resumes and puts.
+
+A resume (other than `continue`) opens a session for its thread and namespace: the tool calls
+already answered in the loaded state and, after a fork, the reference branch (the earlier
+descendants of the checkpoint forked from, read back through the inner saver by the wrapper,
+bounded by the policy's window). Each later put of that thread is turned into a record and
+compared. No OpenTelemetry here, and no saver I/O: reference reads are requested through a
+generator the saver drives, so sync and async savers share this logic.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Generator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from langgraph.checkpoint.otel.divergence import BranchComparison, DivergencePolicy, Finding
+from langgraph.checkpoint.otel.lineage import Resume
+from langgraph.checkpoint.otel.records import (
+    BoundedDict,
+    CheckpointRecord,
+    checkpoint_record,
+    message_tool_activity,
+)
+
+Scope = tuple[str, str]
+ReferenceWalk = Generator[Any, Any, None]
+"""Yields configs of checkpoints to load; is sent the loaded tuples (or None)."""
+
+UNWATCHED_KINDS = frozenset({"continue"})
+"""New input on a finished thread is a new trajectory, not a replay."""
+
+
+@dataclass(slots=True)
+class _Session:
+    comparison: BranchComparison
+    last_messages: list[Any]
+    puts: int = 0
+
+
+@dataclass(slots=True)
+class DivergenceWatch:
+    """Open comparison sessions, one per (thread, namespace), bounded in number and length."""
+
+    policy: DivergencePolicy
+    max_sessions: int = 1024
+    messages_channel: str = "messages"
+    _sessions: BoundedDict[Scope, _Session] = field(init=False)
+
+    def __post_init__(self) -> None:
+        self._sessions = BoundedDict(self.max_sessions)
+
+    def start(self, scope: Scope, resume: Resume, loaded: Any) -> None:
+        """Open a session for a resume of `loaded` (a CheckpointTuple)."""
+        if resume.kind in UNWATCHED_KINDS or not self.policy.detectors:
+            self._sessions.pop(scope, None)
+            return
+        messages = self._messages(loaded.checkpoint)
+        _, answered = message_tool_activity(messages)
+        self._sessions[scope] = _Session(
+            BranchComparison([], {call.key for call in answered}, self.policy), messages
+        )
+
+    def reference_walk(self, scope: Scope, loaded: Any, latest: Any) -> ReferenceWalk | None:
+        """After a fork: walk back from the thread's latest checkpoint to `loaded`.
+
+        The chain found is the reference branch. The walk stops after `window` reads, or as
+        soon as it passes `loaded`'s step without meeting it (`loaded` is then no ancestor of
+        the latest checkpoint and there is nothing to compare with).
+        """
+        session = self._sessions.get(scope)
+        if session is None or latest is None:
+            return None
+        return self._walk(session, loaded, latest)
+
+    def _walk(self, session: _Session, loaded: Any, latest: Any) -> ReferenceWalk:
+        target = str(loaded.checkpoint["id"])
+        target_step = _step(loaded)
+        chain: list[Any] = []
+        current = latest
+        while current is not None and len(chain) <= self.policy.window:
+            if str(current.checkpoint["id"]) == target:
+                break
+            step = _step(current)
+            if step is not None and target_step is not None and step <= target_step:
+                return
+            chain.append(current)
+            if current.parent_config is None:
+                return
+            current = yield current.parent_config
+        else:
+            return
+        previous = self._messages(loaded.checkpoint)
+        reference: list[CheckpointRecord] = []
+        for tup in reversed(chain):
+            parent = (tup.parent_config or {}).get("configurable", {}).get("checkpoint_id")
+            reference.append(
+                self._record(parent, tup.config, tup.checkpoint, tup.metadata, previous)
+            )
+            previous = self._messages(tup.checkpoint)
+        session.comparison.reference = reference
+
+    def observe_put(
+        self,
+        scope: Scope,
+        config: Mapping[str, Any],
+        checkpoint: Mapping[str, Any],
+        metadata: Mapping[str, Any],
+        *,
+        nodes: Sequence[str],
+        channel_hashes: Mapping[str, str] | None,
+        state_hash: str | None,
+    ) -> list[Finding]:
+        """Findings revealed by a put of a watched thread (none for unwatched threads)."""
+        session = self._sessions.get(scope)
+        if session is None:
+            return []
+        parent = (config.get("configurable") or {}).get("checkpoint_id")
+        record = self._record(
+            parent,
+            config,
+            checkpoint,
+            metadata,
+            session.last_messages,
+            nodes=nodes,
+            channel_hashes=channel_hashes,
+            state_hash=state_hash,
+        )
+        session.last_messages = self._messages(checkpoint)
+        session.puts += 1
+        if session.puts >= self.policy.window:
+            self._sessions.pop(scope, None)
+        return session.comparison.add(record)
+
+    def _record(
+        self,
+        parent: Any,
+        config: Mapping[str, Any],
+        checkpoint: Mapping[str, Any],
+        metadata: Mapping[str, Any] | None,
+        previous_messages: Sequence[Any],
+        **known: Any,
+    ) -> CheckpointRecord:
+        return checkpoint_record(
+            config,
+            checkpoint,
+            metadata,
+            str(parent) if parent else None,
+            messages_channel=self.messages_channel,
+            previous_messages=previous_messages,
+            **known,
+        )
+
+    def _messages(self, checkpoint: Mapping[str, Any]) -> list[Any]:
+        value = (checkpoint.get("channel_values") or {}).get(self.messages_channel)
+        return value if isinstance(value, list) else []
+
+
+def _step(tup: Any) -> int | None:
+    step = (tup.metadata or {}).get("step")
+    return step if isinstance(step, int) else None

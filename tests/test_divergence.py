@@ -1,0 +1,346 @@
+"""Divergence detectors: pure comparisons, and real graphs replayed and forked online."""
+
+from __future__ import annotations
+
+import random
+from typing import Annotated, Any, TypedDict
+
+import pytest
+from langchain_core.language_models.fake_chat_models import FakeMessagesListChatModel
+from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.graph import END, START, StateGraph
+from langgraph.graph.message import add_messages
+
+from helpers import OTel
+from langgraph.checkpoint.otel import instrument, names
+from langgraph.checkpoint.otel.divergence import (
+    DivergencePolicy,
+    Finding,
+    compare_branches,
+    divergences,
+)
+from langgraph.checkpoint.otel.records import CheckpointRecord, ToolCall, history_records
+
+# --- pure -------------------------------------------------------------------------------------
+
+
+def rec(
+    cid: str,
+    nodes: tuple[str, ...] = ("n",),
+    hashes: dict[str, str] | None = None,
+    calls: tuple[ToolCall, ...] = (),
+    results: tuple[ToolCall, ...] = (),
+    source: str = "loop",
+) -> CheckpointRecord:
+    hashes = hashes or {"x": "h1"}
+    return CheckpointRecord(
+        checkpoint_id=cid,
+        parent_id=None,
+        step=int(cid[-1]),
+        source=source,
+        nodes=nodes,
+        channel_hashes=hashes,
+        state_hash="|".join(f"{k}={v}" for k, v in sorted(hashes.items())),
+        tool_calls=calls,
+        tool_results=results,
+    )
+
+
+SEARCH = ToolCall("search", "search:aaa")
+SEARCH_OTHER_ARGS = ToolCall("search", "search:bbb")
+CALENDAR = ToolCall("calendar", "calendar:ccc")
+
+
+def test_identical_branches_have_no_findings() -> None:
+    ref = [rec("r1"), rec("r2", calls=(SEARCH,))]
+    assert (
+        compare_branches(ref, [rec("b1", source="fork"), rec("b1"), rec("b2", calls=(SEARCH,))])
+        == []
+    )
+
+
+def test_state_finding_names_step_node_and_channel() -> None:
+    ref = [rec("r1", hashes={"x": "h1", "y": "same"})]
+    found = compare_branches(ref, [rec("b1", hashes={"x": "h2", "y": "same"})])
+    assert found == [
+        Finding(
+            kind="state",
+            step=1,
+            checkpoint_id="b1",
+            reference_checkpoint_id="r1",
+            node="n",
+            channel="x",
+            expected="h1",
+            actual="h2",
+        )
+    ]
+    ignoring = DivergencePolicy(ignore_channels=frozenset({"x"}))
+    assert (
+        compare_branches(ref, [rec("b1", hashes={"x": "h2", "y": "same"})], policy=ignoring) == []
+    )
+
+
+def test_state_is_compared_only_from_equal_parent_states() -> None:
+    ref = [rec("r1", hashes={"x": "a"}), rec("r2", hashes={"x": "c"})]
+    branch = [rec("b1", hashes={"x": "b"}), rec("b2", hashes={"x": "d"})]
+    found = compare_branches(ref, branch)
+    assert [(f.kind, f.checkpoint_id) for f in found] == [("state", "b1")]
+
+
+def test_trajectory_is_the_first_departure_only() -> None:
+    ref = [rec("r1", nodes=("agent",)), rec("r2", nodes=("tools",))]
+    branch = [rec("b1", nodes=("agent",)), rec("b2", nodes=("answer",)), rec("b3", nodes=("x",))]
+    found = compare_branches(ref, branch)
+    assert [(f.kind, f.step, f.expected, f.actual) for f in found] == [
+        ("trajectory", 2, "tools", "answer")
+    ]
+
+
+def test_tool_trajectory_and_the_argument_policy() -> None:
+    ref = [rec("r1", calls=(SEARCH,))]
+    found = compare_branches(ref, [rec("b1", calls=(CALENDAR,))])
+    assert [(f.kind, f.expected, f.actual) for f in found] == [("trajectory", "search", "calendar")]
+    assert [f.kind for f in compare_branches(ref, [rec("b1", calls=(SEARCH_OTHER_ARGS,))])] == [
+        "trajectory"
+    ]
+    names_only = DivergencePolicy(compare_tool_args=False)
+    assert compare_branches(ref, [rec("b1", calls=(SEARCH_OTHER_ARGS,))], policy=names_only) == []
+
+
+def test_duplicate_tool_calls_against_reference_and_before_resume() -> None:
+    ref = [rec("r1", results=(SEARCH,))]
+    found = compare_branches(ref, [rec("b1", results=(SEARCH,))])
+    assert [(f.kind, f.actual, f.reference_checkpoint_id) for f in found] == [
+        ("duplicate_tool_call", "search", "r1")
+    ]
+    found = compare_branches([], [rec("b1", results=(SEARCH,))], completed_before={SEARCH.key})
+    assert [f.kind for f in found] == ["duplicate_tool_call"]
+    assert (
+        compare_branches([], [rec("b1", results=(CALENDAR,))], completed_before={SEARCH.key}) == []
+    )
+    off = DivergencePolicy(detectors=frozenset({"state", "trajectory"}))
+    assert compare_branches(ref, [rec("b1", results=(SEARCH,))], policy=off) == []
+
+
+def test_window_bounds_the_comparison() -> None:
+    ref = [rec(f"r{i}", hashes={"x": f"r{i}"}) for i in range(1, 6)]
+    branch = [rec(f"b{i}", hashes={"x": f"r{i}"}) for i in range(1, 4)] + [
+        rec("b4", hashes={"x": "other"})
+    ]
+    assert [f.checkpoint_id for f in compare_branches(ref, branch)] == ["b4"]
+    assert compare_branches(ref, branch, policy=DivergencePolicy(window=3)) == []
+
+
+# --- real graphs ------------------------------------------------------------------------------
+
+
+class Noisy(TypedDict):
+    start: int
+    value: float
+    done: bool
+
+
+def make_noisy_graph(deterministic: bool) -> Any:
+    def a(state: Noisy) -> dict[str, Any]:
+        return {"start": state["start"] + 1}
+
+    def noisy(state: Noisy) -> dict[str, Any]:
+        return {"value": 0.5 if deterministic else random.random()}
+
+    def c(state: Noisy) -> dict[str, Any]:
+        return {"done": True}
+
+    builder = StateGraph(Noisy)
+    builder.add_node("a", a)
+    builder.add_node("noisy", noisy)
+    builder.add_node("c", c)
+    builder.add_edge(START, "a")
+    builder.add_edge("a", "noisy")
+    builder.add_edge("noisy", "c")
+    return builder
+
+
+def divergence_events(otel: OTel) -> list[dict[str, Any]]:
+    return [
+        dict(event.attributes or {})
+        for span in otel.spans()
+        if span.name == names.SPAN_PUT
+        for event in span.events
+        if event.name == names.EVENT_DIVERGENCE
+    ]
+
+
+CONFIG: Any = {"configurable": {"thread_id": "t1"}}
+
+
+@pytest.mark.parametrize("deterministic", [False, True])
+def test_a_non_deterministic_node_is_flagged_on_fork(deterministic: bool, otel: OTel) -> None:
+    inner = InMemorySaver()
+    saver = instrument(
+        inner, tracer_provider=otel.tracer_provider, meter_provider=otel.meter_provider
+    )
+    graph = make_noisy_graph(deterministic).compile(checkpointer=saver)
+    graph.invoke({"start": 0}, CONFIG)
+    after_a = next(s for s in graph.get_state_history(CONFIG) if s.next == ("noisy",))
+    graph.invoke(None, after_a.config)
+    events = divergence_events(otel)
+    offline = divergences(history_records(inner.list(CONFIG)))
+    if deterministic:
+        assert events == []
+        assert offline == []
+        return
+    assert len(events) == 1
+    event = events[0]
+    assert event[names.DIVERGENCE_KIND] == "state"
+    assert event[names.DIVERGENCE_CHANNEL] == "value"
+    assert event[names.DIVERGENCE_EXPECTED] != event[names.DIVERGENCE_ACTUAL]
+    flagged = [s for s in otel.spans() if s.attributes.get(names.DIVERGENCE_DETECTED) is True]
+    assert [s.attributes[names.NODES] for s in flagged] == [("noisy",)]
+    # the step of the new branch's checkpoint (after LangGraph's fork copy)
+    noisy_step = flagged[0].attributes[names.STEP]
+    assert event[names.DIVERGENCE_STEP] == noisy_step == after_a.metadata["step"] + 2
+    counted = {
+        p.attributes[names.DIVERGENCE_KIND]: p.value
+        for p in otel.metrics()[names.METRIC_DIVERGENCES]
+    }
+    assert counted == {"state": 1}
+    # the offline detector over the stored history agrees
+    assert [(f.kind, f.channel, f.step) for f in offline] == [("state", "value", noisy_step)]
+
+
+class Chat(TypedDict):
+    messages: Annotated[list[Any], add_messages]
+
+
+def make_agent(script: list[AIMessage], tool_runs: list[str]) -> Any:
+    model = FakeMessagesListChatModel(responses=script)
+
+    def agent(state: Chat) -> dict[str, Any]:
+        return {"messages": [model.invoke(state["messages"])]}
+
+    def tools(state: Chat) -> dict[str, Any]:
+        results = []
+        for call in state["messages"][-1].tool_calls:
+            tool_runs.append(call["name"])  # the side effect
+            results.append(
+                ToolMessage(f"{call['name']} ok", name=call["name"], tool_call_id=call["id"])
+            )
+        return {"messages": results}
+
+    def route(state: Chat) -> str:
+        return "tools" if state["messages"][-1].tool_calls else END
+
+    builder = StateGraph(Chat)
+    builder.add_node("agent", agent)
+    builder.add_node("tools", tools)
+    builder.add_edge(START, "agent")
+    builder.add_conditional_edges("agent", route, ["tools", END])
+    builder.add_edge("tools", "agent")
+    return builder
+
+
+def call(name: str, call_id: str, **args: Any) -> AIMessage:
+    return AIMessage("", tool_calls=[{"name": name, "args": args, "id": call_id}])
+
+
+def test_replay_before_a_side_effecting_tool_flags_a_duplicate(otel: OTel) -> None:
+    inner = InMemorySaver()
+    saver = instrument(
+        inner, tracer_provider=otel.tracer_provider, meter_provider=otel.meter_provider
+    )
+    runs: list[str] = []
+    first = make_agent([call("send_email", "id-1", to="bob"), AIMessage("sent")], runs)
+    first.compile(checkpointer=saver).invoke({"messages": [HumanMessage("email bob")]}, CONFIG)
+    # replay from the checkpoint after the model asked for the tool, before the tool ran; the
+    # model issues the same call again (another call id) and the email is sent again
+    replay = make_agent([AIMessage("sent")], runs).compile(checkpointer=saver)
+    before_tool = next(s for s in replay.get_state_history(CONFIG) if s.next == ("tools",))
+    replay.invoke(None, before_tool.config)
+    assert runs == ["send_email", "send_email"]
+    events = divergence_events(otel)
+    assert [(e[names.DIVERGENCE_KIND], e[names.DIVERGENCE_ACTUAL]) for e in events] == [
+        ("duplicate_tool_call", "send_email")
+    ]
+    offline = divergences(history_records(inner.list(CONFIG)))
+    assert [(f.kind, f.actual) for f in offline] == [("duplicate_tool_call", "send_email")]
+
+
+def test_a_fork_where_the_model_picks_another_tool_is_a_trajectory_departure(otel: OTel) -> None:
+    saver = instrument(
+        InMemorySaver(), tracer_provider=otel.tracer_provider, meter_provider=otel.meter_provider
+    )
+    runs: list[str] = []
+    first = make_agent([call("search", "a", q="weather"), AIMessage("sunny")], runs)
+    first.compile(checkpointer=saver).invoke({"messages": [HumanMessage("weather?")]}, CONFIG)
+    other = make_agent([call("calendar", "b", day="today"), AIMessage("busy")], runs)
+    graph = other.compile(checkpointer=saver)
+    before_agent = [s for s in graph.get_state_history(CONFIG) if s.next == ("agent",)][-1]
+    graph.invoke(None, before_agent.config)
+    events = divergence_events(otel)
+    assert [
+        (e[names.DIVERGENCE_KIND], e[names.DIVERGENCE_EXPECTED], e[names.DIVERGENCE_ACTUAL])
+        for e in events
+    ] == [("trajectory", "search", "calendar")]
+
+
+def test_strict_mode_callback_stops_the_run_after_the_checkpoint_is_stored(otel: OTel) -> None:
+    class NonDeterminism(Exception):
+        pass
+
+    seen: list[Finding] = []
+
+    def strict(finding: Finding) -> None:
+        seen.append(finding)
+        raise NonDeterminism(f"{finding.kind} at step {finding.step}")
+
+    inner = InMemorySaver()
+    saver = instrument(inner, tracer_provider=otel.tracer_provider, on_divergence=strict)
+    graph = make_noisy_graph(deterministic=False).compile(checkpointer=saver)
+    graph.invoke({"start": 0}, CONFIG, durability="sync")
+    after_a = next(s for s in graph.get_state_history(CONFIG) if s.next == ("noisy",))
+    with pytest.raises(NonDeterminism):
+        graph.invoke(None, after_a.config, durability="sync")
+    assert [f.kind for f in seen] == ["state"]
+    assert any(t.checkpoint["id"] == seen[0].checkpoint_id for t in inner.list(CONFIG))
+
+
+class CountingSaver(InMemorySaver):
+    """A real InMemorySaver that counts loads."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.loads = 0
+
+    def get_tuple(self, config: Any) -> Any:
+        self.loads += 1
+        return super().get_tuple(config)
+
+
+def loads_for(scenario: str, wrapped: bool, otel: OTel) -> int:
+    inner = CountingSaver()
+    saver = (
+        instrument(inner, tracer_provider=otel.tracer_provider, meter_provider=otel.meter_provider)
+        if wrapped
+        else inner
+    )
+    graph = make_noisy_graph(deterministic=True).compile(checkpointer=saver)
+    graph.invoke({"start": 0}, CONFIG)
+    history = list(graph.get_state_history(CONFIG))
+    inner.loads = 0
+    if scenario == "plain":
+        graph.invoke({"start": 5}, CONFIG)
+    elif scenario == "latest":  # an explicit checkpoint with no earlier descendant
+        graph.invoke(None, history[0].config)
+    else:  # a fork with an earlier branch after it
+        graph.invoke(None, next(s for s in history if s.next == ("noisy",)).config)
+    return inner.loads
+
+
+def test_reference_reads_are_paid_only_when_an_earlier_branch_exists(otel: OTel) -> None:
+    assert loads_for("plain", True, otel) == loads_for("plain", False, otel)
+    # classifying an explicit-checkpoint run costs one read of the latest checkpoint, nothing more
+    assert loads_for("latest", True, otel) == loads_for("latest", False, otel) + 1
+    # a real fork also reads the earlier branch back (bounded by the policy's window)
+    extra = loads_for("fork", True, otel) - loads_for("fork", False, otel)
+    assert 1 < extra <= 1 + DivergencePolicy().window
