@@ -20,7 +20,13 @@ from langgraph.checkpoint.otel.divergence import (
     compare_branches,
     divergences,
 )
-from langgraph.checkpoint.otel.records import CheckpointRecord, ToolCall, history_records
+from langgraph.checkpoint.otel.records import (
+    CheckpointRecord,
+    ToolCall,
+    history_records,
+    span_facts,
+    span_records,
+)
 
 # --- pure -------------------------------------------------------------------------------------
 
@@ -189,6 +195,7 @@ def test_a_non_deterministic_node_is_flagged_on_fork(deterministic: bool, otel: 
     if deterministic:
         assert events == []
         assert offline == []
+        assert divergences(span_records(span_facts(otel.spans()))) == []
         return
     assert len(events) == 1
     event = events[0]
@@ -205,8 +212,10 @@ def test_a_non_deterministic_node_is_flagged_on_fork(deterministic: bool, otel: 
         for p in otel.metrics()[names.METRIC_DIVERGENCES]
     }
     assert counted == {"state": 1}
-    # the offline detector over the stored history agrees
+    # the offline detector agrees, over the stored history and over the exported spans alone
     assert [(f.kind, f.channel, f.step) for f in offline] == [("state", "value", noisy_step)]
+    from_spans = divergences(span_records(span_facts(otel.spans()), thread_id="t1"))
+    assert [(f.kind, f.channel, f.step) for f in from_spans] == [("state", "value", noisy_step)]
 
 
 class Chat(TypedDict):

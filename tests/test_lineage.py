@@ -11,13 +11,13 @@ from langgraph.checkpoint.otel import names
 from langgraph.checkpoint.otel.lineage import (
     LoadedCheckpoint,
     RunStart,
-    SpanFact,
     TraceContext,
     classify_resume,
     parse_carrier,
     resume_log,
     scheduled_nodes,
 )
+from langgraph.checkpoint.otel.records import SpanFact
 
 TRACE = 0x0AF7651916CD43DD8448EB211C80319C
 SPAN = 0xB7AD6B7169203331

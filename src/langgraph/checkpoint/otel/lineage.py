@@ -12,7 +12,12 @@ from typing import Any, Literal
 from langgraph.checkpoint.serde.types import ERROR, INTERRUPT
 
 from langgraph.checkpoint.otel import names
-from langgraph.checkpoint.otel.records import INPUT_NODE, UNKNOWN_NODE, send_targets
+from langgraph.checkpoint.otel.records import (
+    INPUT_NODE,
+    UNKNOWN_NODE,
+    SpanFact,
+    send_targets,
+)
 
 ResumeKind = Literal["crash", "error", "interrupt", "fork", "update", "continue"]
 RESUME_KINDS: tuple[ResumeKind, ...] = ("crash", "error", "interrupt", "fork", "update", "continue")
@@ -158,15 +163,6 @@ def classify_resume(loaded: LoadedCheckpoint, run: RunStart) -> Resume:
 
 
 @dataclass(frozen=True, slots=True)
-class SpanFact:
-    """The part of an exported span the resume log reads."""
-
-    name: str
-    start_ns: int
-    attributes: Mapping[str, Any]
-
-
-@dataclass(frozen=True, slots=True)
 class ResumeEvent:
     """One resume of a thread, as the exported spans tell it."""
 
@@ -177,17 +173,6 @@ class ResumeEvent:
     from_checkpoint_id: str
     first_node: str | None
     """The first node that ran after the resume (from the next pending-writes span)."""
-
-
-def span_facts(spans: Iterable[Any]) -> list[SpanFact]:
-    """`SpanFact`s from SDK `ReadableSpan`s or `otlp_json.SpanRecord`s (duck-typed)."""
-    facts = []
-    for span in spans:
-        start = getattr(span, "start_time_unix_nano", None)
-        if start is None:
-            start = getattr(span, "start_time", None) or 0
-        facts.append(SpanFact(str(span.name), int(start), dict(span.attributes or {})))
-    return facts
 
 
 def resume_log(spans: Iterable[SpanFact], thread_id: str | None = None) -> list[ResumeEvent]:

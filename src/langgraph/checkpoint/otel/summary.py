@@ -19,7 +19,7 @@ from __future__ import annotations
 import re
 from typing import Any, Final
 
-__all__ = ["MAX_ITEMS", "MAX_SUMMARY_CHARS", "summarize"]
+__all__ = ["MAX_ITEMS", "MAX_SUMMARY_CHARS", "is_message", "plural", "summarize"]
 
 #: At most this many new messages are described one by one; the rest become "…+N more".
 MAX_ITEMS: Final[int] = 5
@@ -39,7 +39,8 @@ _CHUNK_TYPES: Final[dict[str, str]] = {
 }
 
 
-def _is_message(value: Any) -> bool:
+def is_message(value: Any) -> bool:
+    """Whether `value` is a LangChain message (checked by class, without importing it)."""
     return any(
         c.__name__ == "BaseMessage" and c.__module__.startswith("langchain_core.messages")
         for c in type(value).__mro__
@@ -85,7 +86,8 @@ def _describe_messages(items: list[Any] | tuple[Any, ...]) -> str:
     return ", ".join(parts)
 
 
-def _plural(n: int, word: str) -> str:
+def plural(n: int, word: str) -> str:
+    """`1 message`, `2 messages`."""
     return f"{n} {word}" if n == 1 else f"{n} {word}s"
 
 
@@ -101,16 +103,16 @@ def _summarize_sequence(value: list[Any] | tuple[Any, ...], previous_count: int 
     kind = type(value).__name__
     # a messages channel is recognised by its first and its new items (not a scan of history)
     fresh = value[previous_count:] if previous_count is not None else value
-    if count and _is_message(value[0]) and all(_is_message(m) for m in fresh):
+    if count and is_message(value[0]) and all(is_message(m) for m in fresh):
         if previous_count is None:
-            return f"{_plural(count, 'message')}: {_describe_messages(value)}"
+            return f"{plural(count, 'message')}: {_describe_messages(value)}"
         d = count - previous_count
         if d > 0:
-            return f"+{_plural(d, 'message')}: {_describe_messages(value[previous_count:])}"
+            return f"+{plural(d, 'message')}: {_describe_messages(value[previous_count:])}"
         if d < 0:
-            return f"-{_plural(-d, 'message')} ({count} total)"
-        return f"{_plural(count, 'message')} (+0)"
-    return f"{kind}: {_plural(count, 'item')}{_delta(count, previous_count)}"
+            return f"-{plural(-d, 'message')} ({count} total)"
+        return f"{plural(count, 'message')} (+0)"
+    return f"{kind}: {plural(count, 'item')}{_delta(count, previous_count)}"
 
 
 def _summarize(value: Any, previous_count: int | None) -> str:
@@ -118,11 +120,11 @@ def _summarize(value: Any, previous_count: int | None) -> str:
         return _summarize_sequence(value, previous_count)
     if isinstance(value, dict):
         n = len(value)
-        return f"{type(value).__name__}: {_plural(n, 'key')}{_delta(n, previous_count)}"
+        return f"{type(value).__name__}: {plural(n, 'key')}{_delta(n, previous_count)}"
     if isinstance(value, set | frozenset):
         n = len(value)
-        return f"{type(value).__name__}: {_plural(n, 'item')}{_delta(n, previous_count)}"
-    if _is_message(value):
+        return f"{type(value).__name__}: {plural(n, 'item')}{_delta(n, previous_count)}"
+    if is_message(value):
         return _describe_message(value)
     # scalars, pydantic models, dataclasses, anything else: the class name only
     return type(value).__name__
