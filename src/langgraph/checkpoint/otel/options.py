@@ -9,6 +9,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 ENV_PREFIX = "LANGGRAPH_OTEL_"
+CODE_ONLY = frozenset({"redact", "on_divergence", "divergence"})
+"""Options that are objects and can only be given in code, not as environment variables."""
 
 DivergenceKind = Literal["state", "trajectory", "duplicate_tool_call"]
 DETECTORS: tuple[DivergenceKind, ...] = ("state", "trajectory", "duplicate_tool_call")
@@ -80,7 +82,7 @@ class InstrumentOptions(BaseModel):
         values: dict[str, Any] = {}
         for name in cls.model_fields:
             raw = environ.get(ENV_PREFIX + name.upper())
-            if raw is not None and name not in ("redact", "on_divergence"):
+            if raw is not None and name not in CODE_ONLY:
                 values[name] = raw
         unknown = sorted(set(overrides) - set(cls.model_fields))
         if unknown:
