@@ -225,7 +225,9 @@ async def test_each_resume_kind_async(saver_kind: str, otel: OTel, tmp_path: Any
         saver = instrument(
             bare, tracer_provider=otel.tracer_provider, meter_provider=otel.meter_provider
         )
-        threads = {k: {"configurable": {"thread_id": k}} for k in ("e", "i", "s", "f", "n")}
+        threads = {
+            k: {"configurable": {"thread_id": k}} for k in ("e", "i", "s", "f", "n", "u", "c")
+        }
         # error
         graph = build(Flaky(fail_b=True)).compile(checkpointer=saver)
         with pytest.raises(RuntimeError):
@@ -247,6 +249,13 @@ async def test_each_resume_kind_async(saver_kind: str, otel: OTel, tmp_path: Any
         states = [s async for s in graph.aget_state_history(threads["f"])]
         after_a = next(s for s in states if s.values["steps"] == ["a"])
         await graph.ainvoke(None, after_a.config)
+        # update, then continue
+        paused_c = build(Flaky()).compile(checkpointer=saver, interrupt_before=["c"])
+        await paused_c.ainvoke({"steps": []}, threads["u"])
+        await paused_c.aupdate_state(threads["u"], {"steps": ["edited"]})
+        await paused_c.ainvoke(None, threads["u"])
+        await graph.ainvoke({"steps": []}, threads["c"])
+        await graph.ainvoke({"steps": ["again"]}, threads["c"])
 
     if saver_kind == "memory":
         await run(InMemorySaver())
@@ -263,6 +272,8 @@ async def test_each_resume_kind_async(saver_kind: str, otel: OTel, tmp_path: Any
         "s": "interrupt",
         "n": "crash",
         "f": "fork",
+        "u": "update",
+        "c": "continue",
     }
     for resume in resumes(otel.spans()):
         assert_linked_to_writer(otel, resume)
