@@ -222,10 +222,19 @@ class Chat(TypedDict):
     messages: Annotated[list[Any], add_messages]
 
 
-def make_agent(script: list[AIMessage], tool_runs: list[str]) -> Any:
+class Outage(RuntimeError):
+    pass
+
+
+def make_agent(script: list[AIMessage], tool_runs: list[str], fail_on_call: int = 0) -> Any:
+    """A scripted tool-calling agent; its model call number `fail_on_call` raises `Outage`."""
     model = FakeMessagesListChatModel(responses=script)
+    calls = {"n": 0}
 
     def agent(state: Chat) -> dict[str, Any]:
+        calls["n"] += 1
+        if calls["n"] == fail_on_call:
+            raise Outage("model endpoint down")
         return {"messages": [model.invoke(state["messages"])]}
 
     def tools(state: Chat) -> dict[str, Any]:
@@ -353,3 +362,26 @@ def test_reference_reads_are_paid_only_when_an_earlier_branch_exists(otel: OTel)
     # a real fork also reads the earlier branch back (bounded by the policy's window)
     extra = loads_for("fork", True, otel) - loads_for("fork", False, otel)
     assert 1 < extra <= 1 + DivergencePolicy().window
+
+
+def test_a_call_answered_before_an_error_and_answered_again_after_the_resume(otel: OTel) -> None:
+    inner = InMemorySaver()
+    saver = instrument(
+        inner, tracer_provider=otel.tracer_provider, meter_provider=otel.meter_provider
+    )
+    runs: list[str] = []
+
+    # the model asks for a search, the tool runs, then the model endpoint fails
+    first = make_agent([call("search", "a", q="flights"), AIMessage("-")], runs, fail_on_call=2)
+    with pytest.raises(Outage):
+        first.compile(checkpointer=saver).invoke({"messages": [HumanMessage("book")]}, CONFIG)
+    # on resume the model has forgotten and asks for the very same search: it runs again
+    again = make_agent([call("search", "b", q="flights"), AIMessage("booked")], runs)
+    again.compile(checkpointer=saver).invoke(None, CONFIG)
+    assert runs == ["search", "search"]
+    online = [
+        (e[names.DIVERGENCE_KIND], e[names.DIVERGENCE_ACTUAL]) for e in divergence_events(otel)
+    ]
+    assert online == [("duplicate_tool_call", "search")]
+    offline = divergences(history_records(inner.list(CONFIG)))
+    assert [(f.kind, f.actual) for f in offline] == [("duplicate_tool_call", "search")]

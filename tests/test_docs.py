@@ -16,6 +16,7 @@ NOT_TELEMETRY = {
     "META_STATE_HASH",
     "META_CHANNELS",
     "META_NODES",
+    "META_RESUME",
     "SCOPE",
 }
 

@@ -13,6 +13,7 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 from opentelemetry.metrics import MeterProvider
 from opentelemetry.trace import TracerProvider
 
+from langgraph.checkpoint.otel.hashing import serde_fallback
 from langgraph.checkpoint.otel.instrumentor import LangGraphCheckpointInstrumentor
 from langgraph.checkpoint.otel.observer import CheckpointObserver
 from langgraph.checkpoint.otel.options import InstrumentOptions
@@ -56,7 +57,7 @@ def instrument(
         resolved,
         tracer_provider,
         meter_provider,
-        fallback_encoder=_serde_encoder(saver),
+        fallback_encoder=serde_fallback(saver.serde),
     )
     return wrapper_type(type(saver))(saver, observer)
 
@@ -69,11 +70,3 @@ def uninstrument(saver: BaseCheckpointSaver[Any]) -> BaseCheckpointSaver[Any]:
 def is_instrumented(saver: object) -> bool:
     """Whether `saver` is a wrapper returned by `instrument()`."""
     return isinstance(saver, InstrumentedSaver)
-
-
-def _serde_encoder(saver: BaseCheckpointSaver[Any]) -> Any:
-    def encode(value: Any) -> bytes:
-        kind, data = saver.serde.dumps_typed(value)
-        return kind.encode() + b"\0" + data
-
-    return encode

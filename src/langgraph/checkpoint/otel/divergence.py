@@ -213,8 +213,8 @@ def divergences(
 
     Every checkpoint with more than one child is a fork point: each later child's chain is
     compared with the earliest child's chain. A run that resumed without new input (its first
-    checkpoint is not `source=input`) is checked for tool calls answered again after the
-    resume.
+    checkpoint carries the wrapper's stored resume kind, other than `continue`) is checked
+    for tool calls its lineage had answered before the resume point.
     """
     by_parent: dict[str | None, list[CheckpointRecord]] = {}
     for record in records:
@@ -252,27 +252,43 @@ def _chain(
 def _resumed_run_duplicates(
     records: Sequence[CheckpointRecord], policy: DivergencePolicy
 ) -> list[Finding]:
+    """Tool calls answered after a resume (other than `continue`) that its lineage had answered
+    before the resume point."""
     if "duplicate_tool_call" not in policy.detectors:
         return []
+    by_id = {record.checkpoint_id: record for record in records}
     findings: list[Finding] = []
-    answered: dict[str, str] = {}
-    previous_run: str | None = None
-    resumed = False
-    for record in sorted(records, key=lambda r: r.checkpoint_id):
-        if record.run_id != previous_run:
-            resumed = previous_run is not None and record.source != "input"
-            previous_run = record.run_id
-        for call in record.tool_results:
-            if resumed and call.key in answered:
-                findings.append(
-                    Finding(
-                        kind="duplicate_tool_call",
-                        step=record.step,
-                        checkpoint_id=record.checkpoint_id,
-                        reference_checkpoint_id=answered[call.key],
-                        node=",".join(record.nodes) or None,
-                        actual=call.name,
-                    )
-                )
-            answered.setdefault(call.key, record.checkpoint_id)
+    for record in records:
+        if not record.tool_results:
+            continue
+        lineage = [record]
+        while (parent := by_id.get(lineage[-1].parent_id or "")) is not None:
+            lineage.append(parent)
+        resume_at = next(
+            (
+                i
+                for i, r in enumerate(lineage)
+                if r.resume_kind not in (None, "continue")
+                or r.source == "input"  # a new turn ends the search
+            ),
+            None,
+        )
+        if resume_at is None or lineage[resume_at].resume_kind in (None, "continue"):
+            continue
+        answered_before: dict[str, str] = {}
+        for earlier in lineage[resume_at + 1 :]:
+            for call in earlier.tool_results:
+                answered_before[call.key] = earlier.checkpoint_id
+        findings += [
+            Finding(
+                kind="duplicate_tool_call",
+                step=record.step,
+                checkpoint_id=record.checkpoint_id,
+                reference_checkpoint_id=answered_before[call.key],
+                node=",".join(record.nodes) or None,
+                actual=call.name,
+            )
+            for call in record.tool_results
+            if call.key in answered_before
+        ]
     return findings

@@ -580,6 +580,19 @@ def _encode_into(value: Any, buf: bytearray, ctx: _Ctx) -> None:
 # --------------------------------------------------------------------------------------------
 
 
+def serde_fallback(serde: Any) -> _Fallback:
+    """A fallback encoder for values of unknown types: a saver serializer's typed bytes.
+
+    `serde` is anything with LangGraph's `dumps_typed(value) -> (type, bytes)`.
+    """
+
+    def encode(value: Any) -> bytes:
+        kind, data = serde.dumps_typed(value)
+        return str(kind).encode() + b"\0" + bytes(data)
+
+    return encode
+
+
 def canonical_encode(value: Any, *, fallback: _Fallback | None = None) -> bytes:
     """Return the canonical, type-tagged encoding of ``value`` (see the module docstring).
 

@@ -99,6 +99,8 @@ META_CHANNELS: Final = "channels"
 """channel name -> [hash, size_bytes] for every channel in the checkpoint."""
 META_NODES: Final = "nodes"
 """the nodes whose writes the checkpoint applies (as on the put span)."""
+META_RESUME: Final = "resume"
+"""{"kind", "from"} on the first checkpoint a resumed run wrote."""
 META_CARRIER_KEYS: Final = ("traceparent", "tracestate")
 """W3C trace context of the put span that wrote the checkpoint (never baggage)."""
 META_FORMAT_VERSION: Final = 1

@@ -151,7 +151,9 @@ class CheckpointObserver:
         self._writers: BoundedDict[tuple[str, str, str], set[str]] = BoundedDict(
             options.hash_cache_size
         )
-        self._resumed_from: BoundedDict[Scope, str] = BoundedDict(options.hash_cache_size)
+        self._resumed_from: BoundedDict[Scope, tuple[str, str]] = BoundedDict(
+            options.hash_cache_size
+        )
         self._watch = DivergenceWatch(options.divergence, messages_channel=options.messages_channel)
 
     def active(self) -> bool:
@@ -213,7 +215,7 @@ class CheckpointObserver:
         with self._lock:
             resumed_from = self._resumed_from.pop(scope, None)
         if resumed_from is not None:
-            attributes[names.RESUME_FROM_CHECKPOINT_ID] = resumed_from
+            attributes[names.RESUME_FROM_CHECKPOINT_ID] = resumed_from[1]
 
         digest: StateDigest | None = None
         if op.recording or self.telemetry.metrics_recording():
@@ -248,7 +250,11 @@ class CheckpointObserver:
         context = op.trace_context()
         if (state_hash or context) and not _user_claims_metadata_key(config, metadata):
             stored = StoredTelemetry(
-                state_hash, channel_digests, tuple(nodes), context.carrier() if context else {}
+                state_hash,
+                channel_digests,
+                tuple(nodes),
+                context.carrier() if context else {},
+                resumed_from,
             )
             call.metadata = {**metadata, names.METADATA_KEY: stored.to_metadata()}  # type: ignore[typeddict-unknown-key]
 
@@ -420,7 +426,7 @@ class CheckpointObserver:
                 self._watch.start(scope, resume, result)
                 if resume.kind == "fork":
                     call.walk = self._watch.reference_walk(scope, result, latest)
-                self._resumed_from[scope] = resume.from_checkpoint_id
+                self._resumed_from[scope] = (resume.kind, resume.from_checkpoint_id)
                 self._hasher.adopt(
                     scope,
                     result.checkpoint.get("channel_values") or {},

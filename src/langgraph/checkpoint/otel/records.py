@@ -7,14 +7,14 @@ resume harness, read checkpoints through these functions so they agree on one re
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
 from langgraph.checkpoint.serde.types import ERROR, INTERRUPT, RESUME
 
 from langgraph.checkpoint.otel import names
-from langgraph.checkpoint.otel.hashing import hash_value
+from langgraph.checkpoint.otel.hashing import combine_state_hash, hash_value
 
 PULL_PREFIX = "~__pregel_pull, "
 PUSH_PREFIX = "~__pregel_push, "
@@ -122,6 +122,8 @@ class StoredTelemetry:
     nodes: tuple[str, ...] = ()
     carrier: Mapping[str, str] = field(default_factory=dict)
     """W3C trace context of the put span that wrote the checkpoint."""
+    resume: tuple[str, str] | None = None
+    """(kind, from checkpoint id) on the first checkpoint a resumed run wrote."""
 
     def to_metadata(self) -> dict[str, Any]:
         """The JSON-compatible value stored under `names.METADATA_KEY`."""
@@ -132,6 +134,8 @@ class StoredTelemetry:
                 name: [digest, size] for name, (digest, size) in sorted(self.channels.items())
             }
         value[names.META_NODES] = list(self.nodes)
+        if self.resume is not None:
+            value[names.META_RESUME] = {"kind": self.resume[0], "from": self.resume[1]}
         value.update(self.carrier)
         return value
 
@@ -153,8 +157,14 @@ def read_stored_telemetry(metadata: Mapping[str, Any] | None) -> StoredTelemetry
     carrier = {
         k: v for k, v in value.items() if k in names.META_CARRIER_KEYS and isinstance(v, str)
     }
+    raw_resume = value.get(names.META_RESUME)
+    resume = (
+        (str(raw_resume.get("kind", "")), str(raw_resume.get("from", "")))
+        if isinstance(raw_resume, Mapping)
+        else None
+    )
     return StoredTelemetry(
-        state_hash if isinstance(state_hash, str) else None, channels, nodes, carrier
+        state_hash if isinstance(state_hash, str) else None, channels, nodes, carrier, resume
     )
 
 
@@ -187,7 +197,8 @@ class CheckpointRecord:
     """Calls requested by the AI messages this checkpoint added."""
     tool_results: tuple[ToolCall, ...] = ()
     """Calls answered by the tool messages this checkpoint added (the tool ran)."""
-    run_id: str | None = None
+    resume_kind: str | None = None
+    """Set on the first checkpoint a resumed run wrote: the kind of that resume."""
 
 
 def tool_call_key(name: str, args: Any) -> str:
@@ -277,7 +288,7 @@ def checkpoint_record(
         else (stored.state_hash if stored else None),
         tool_calls=requested,
         tool_results=answered,
-        run_id=metadata.get("run_id"),
+        resume_kind=stored.resume[0] if stored and stored.resume else None,
     )
 
 
@@ -294,20 +305,41 @@ def _first_added(messages: Sequence[Any], previous: Sequence[Any] | None) -> int
 
 
 def history_records(
-    tuples: Iterable[Any], *, messages_channel: str = "messages"
+    tuples: Iterable[Any],
+    *,
+    messages_channel: str = "messages",
+    fallback: Callable[[Any], bytes] | None = None,
 ) -> list[CheckpointRecord]:
-    """Records of a thread's stored history (CheckpointTuples in any order), oldest first."""
+    """Records of a thread's stored history (CheckpointTuples in any order), oldest first.
+
+    Hashes and nodes are read from the wrapper's stored metadata; for checkpoints without it
+    (telemetry was off, or a bare saver wrote them) they are computed here: channel hashes
+    with `hash_value` (`fallback` encodes unknown types, by default their repr) and nodes
+    from `versions_seen` against the parent.
+    """
     ordered = sorted(tuples, key=lambda t: str(t.checkpoint["id"]))
     by_id = {str(t.checkpoint["id"]): t for t in ordered}
     records = []
     for tup in ordered:
         parent_id = ((tup.parent_config or {}).get("configurable") or {}).get("checkpoint_id")
         parent = by_id.get(str(parent_id)) if parent_id else None
-        previous = (
-            (parent.checkpoint.get("channel_values") or {}).get(messages_channel, [])
-            if parent is not None
-            else []
-        )
+        parent_values = parent.checkpoint.get("channel_values") or {} if parent else {}
+        previous = parent_values.get(messages_channel, [])
+        known: dict[str, Any] = {}
+        stored = read_stored_telemetry(tup.metadata)
+        if stored is None or stored.state_hash is None:
+            values = tup.checkpoint.get("channel_values") or {}
+            hashes = {
+                name: hash_value(value, fallback=fallback or repr_bytes)
+                for name, value in values.items()
+            }
+            known["channel_hashes"] = hashes
+            known["state_hash"] = combine_state_hash(hashes)
+        if stored is None:
+            known["nodes"] = nodes_from_versions_seen(
+                parent.checkpoint.get("versions_seen") if parent else None,
+                tup.checkpoint.get("versions_seen") or {},
+            )
         records.append(
             checkpoint_record(
                 tup.config,
@@ -316,6 +348,7 @@ def history_records(
                 str(parent_id) if parent_id else None,
                 messages_channel=messages_channel,
                 previous_messages=previous if isinstance(previous, list) else [],
+                **known,
             )
         )
     return records
