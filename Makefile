@@ -10,7 +10,7 @@ STAMP       := $(VENV)/.installed-dev
 PYTEST_ARGS ?=
 
 .DEFAULT_GOAL := test
-.PHONY: venv demo test bench lint clean postgres-server
+.PHONY: venv demo test bench lint clean postgres-server tools
 
 ## venv: create .venv and install the project editable with the dev extras
 venv: $(STAMP)
@@ -52,8 +52,15 @@ postgres-server:
 	fi
 
 ## test: lint, then the whole pytest suite, with a real PostgreSQL started by the test session
-test: venv postgres-server lint
+test: venv postgres-server tools lint
 	$(BIN)/pytest $(PYTEST_ARGS)
+
+## tools: external tools the tests need (scripts/tools/*.sh: Prometheus, npm packages, ...)
+tools:
+	@for script in scripts/tools/*.sh; do \
+	  [ -e "$$script" ] || continue; \
+	  echo "==> $$script"; bash "$$script"; \
+	done
 
 ## lint: ruff check, ruff format --check, mypy --strict on src/
 lint: venv
