@@ -1,0 +1,390 @@
+"""Prometheus alert rules (alerts/prometheus/): promtool checks and unit tests, and a live run.
+
+The live test starts a real Prometheus (Debian package `prometheus`, provided by
+scripts/tools/prometheus.sh) on a free loopback port. It scrapes the OpenTelemetry Prometheus
+exporter served from this test process while a real instrumented graph diverges, and waits for
+the divergence alert to reach `firing` in /api/v1/alerts. It loads the shipped rules file as it
+is: the divergence alert has no `for`, and its "new series" branch (`unless ... offset 5m`) is
+what fires for a counter that the exporter creates with its first divergence, so no test-only
+variant with shorter windows is needed. Only the global scrape and evaluation intervals are 1s.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import random
+import re
+import shutil
+import socket
+import subprocess
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any, TypedDict, TypeVar
+
+import pytest
+import yaml
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.graph import START, StateGraph
+from opentelemetry.exporter.prometheus import PrometheusMetricReader
+from opentelemetry.sdk.metrics import MeterProvider
+from opentelemetry.sdk.resources import Resource
+from opentelemetry.sdk.trace import TracerProvider
+from prometheus_client import REGISTRY, CollectorRegistry, start_http_server
+
+from helpers import in_ci
+from langgraph.checkpoint.otel import instrument
+
+ROOT = Path(__file__).resolve().parent.parent
+RULES_DIR = ROOT / "alerts" / "prometheus"
+RULES = RULES_DIR / "langgraph-checkpoint.rules.yml"
+RULE_TESTS = RULES_DIR / "tests.yml"
+JOB = "langgraph-app"
+DIVERGENCE_ALERT = "LangGraphCheckpointDivergence"
+LIVE_DEADLINE_S = 60.0
+
+T = TypeVar("T")
+
+
+def require(tool: str) -> str:
+    path = shutil.which(tool)
+    if path:
+        return path
+    message = (
+        f"`{tool}` not found: run `bash scripts/tools/prometheus.sh` "
+        "(Debian package `prometheus`) to install it"
+    )
+    if in_ci():
+        pytest.fail(f"CI=true, so this is a failure, not a skip: {message}", pytrace=False)
+    pytest.skip(message)
+
+
+# --- promtool ---------------------------------------------------------------------------------
+
+
+def run_promtool(*args: str) -> str:
+    promtool = require("promtool")
+    result = subprocess.run(
+        [promtool, *args], capture_output=True, text=True, timeout=60, cwd=ROOT, check=False
+    )
+    output = result.stdout + result.stderr
+    assert result.returncode == 0, f"promtool {' '.join(args)} failed:\n{output}"
+    return output
+
+
+def test_promtool_check_rules() -> None:
+    output = run_promtool("check", "rules", str(RULES))
+    assert "SUCCESS" in output, output
+    assert "10 rules found" in output, output
+
+
+def test_promtool_unit_tests() -> None:
+    output = run_promtool("test", "rules", str(RULE_TESTS))
+    assert "SUCCESS" in output, output
+
+
+def test_every_alert_is_unit_tested_and_documented() -> None:
+    alerts = [
+        rule["alert"]
+        for group in yaml.safe_load(RULES.read_text())["groups"]
+        for rule in group["rules"]
+        if "alert" in rule
+    ]
+    tested = {
+        case["alertname"]
+        for test in yaml.safe_load(RULE_TESTS.read_text())["tests"]
+        for case in test.get("alert_rule_test", [])
+    }
+    readme = (ROOT / "alerts" / "README.md").read_text()
+    assert len(alerts) == 5
+    for alert in alerts:
+        assert alert in tested, f"{alert} has no promtool unit test"
+        assert f"### {alert}" in readme, f"{alert} is not documented in alerts/README.md"
+    for group in yaml.safe_load(RULES.read_text())["groups"]:
+        for rule in group["rules"]:
+            if "alert" in rule:
+                assert rule["labels"]["severity"] in {"warning", "critical"}
+                assert {"summary", "description", "runbook"} <= set(rule["annotations"])
+
+
+# --- live: a real Prometheus scraping a real exporter while a graph diverges -------------------
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+def http_json(url: str) -> Any:
+    with urllib.request.urlopen(url, timeout=5) as response:
+        return json.loads(response.read().decode())
+
+
+def poll(what: str, check: Callable[[], T | None], deadline: float, proc: Any = None) -> T:
+    """Call `check` until it returns something other than None, or fail at `deadline`."""
+    last_error = ""
+    while time.monotonic() < deadline:
+        if proc is not None and proc.poll() is not None:
+            pytest.fail(f"prometheus exited with {proc.returncode} while waiting for {what}")
+        try:
+            result = check()
+        except (OSError, urllib.error.URLError, ValueError) as exc:
+            last_error = f" (last error: {exc!r})"
+        else:
+            if result is not None:
+                return result
+        time.sleep(0.25)
+    pytest.fail(f"timed out waiting for {what}{last_error}")
+
+
+class Exporter:
+    """The app side: an SDK MeterProvider with the OpenTelemetry Prometheus exporter, served
+    by prometheus_client on a loopback port. Uses a private registry where the exporter
+    supports one (else the global REGISTRY, from which the reader unregisters on shutdown)."""
+
+    def __init__(self) -> None:
+        self.port = free_port()
+        if "registry" in inspect.signature(PrometheusMetricReader.__init__).parameters:
+            self.registry = CollectorRegistry()
+            self.reader = PrometheusMetricReader(registry=self.registry)
+        else:  # older exporters register with the global registry only
+            self.registry = REGISTRY
+            self.reader = PrometheusMetricReader()
+        self.meter_provider = MeterProvider(
+            metric_readers=[self.reader],
+            resource=Resource.create({"service.name": "alerts-live-test"}),
+        )
+        self.tracer_provider = TracerProvider()
+        self.server, self.thread = start_http_server(
+            self.port, addr="127.0.0.1", registry=self.registry
+        )
+
+    def metrics_text(self) -> str:
+        url = f"http://127.0.0.1:{self.port}/metrics"
+        with urllib.request.urlopen(url, timeout=5) as response:
+            return str(response.read().decode())
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+        self.thread.join(timeout=5)
+        self.meter_provider.shutdown()  # the reader unregisters its collector
+        self.tracer_provider.shutdown()
+
+
+class Prometheus:
+    """A real Prometheus server on a free loopback port, its data and log in `workdir`."""
+
+    def __init__(self, workdir: Path, target_port: int) -> None:
+        self.binary = require("prometheus")
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.log_path = workdir / "prometheus.log"
+        config = {
+            "global": {"scrape_interval": "1s", "evaluation_interval": "1s"},
+            "rule_files": [str(RULES)],
+            "scrape_configs": [
+                {
+                    "job_name": JOB,
+                    "scrape_interval": "1s",
+                    "static_configs": [{"targets": [f"127.0.0.1:{target_port}"]}],
+                }
+            ],
+        }
+        self.config_path = workdir / "prometheus.yml"
+        self.config_path.write_text(yaml.safe_dump(config))
+        self.data = workdir / "data"
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> None:
+        with self.log_path.open("wb") as log:
+            self.proc = subprocess.Popen(
+                [
+                    self.binary,
+                    f"--config.file={self.config_path}",
+                    f"--storage.tsdb.path={self.data}",
+                    f"--web.listen-address=127.0.0.1:{self.port}",
+                ],
+                stdout=log,
+                stderr=subprocess.STDOUT,
+            )
+
+    def api(self, path: str, **params: str) -> Any:
+        query = f"?{urllib.parse.urlencode(params)}" if params else ""
+        body = http_json(f"{self.url}/api/v1/{path}{query}")
+        assert body["status"] == "success", body
+        return body["data"]
+
+    def log_tail(self) -> str:
+        try:
+            return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-30:])
+        except OSError:
+            return "(no log)"
+
+    def stop(self) -> None:
+        if self.proc is None or self.proc.poll() is not None:
+            return
+        self.proc.terminate()
+        try:
+            self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait(timeout=10)
+
+
+@pytest.fixture
+def exporter() -> Iterator[Exporter]:
+    exp = Exporter()
+    try:
+        yield exp
+    finally:
+        exp.close()
+
+
+@pytest.fixture
+def prometheus(tmp_path: Path, exporter: Exporter) -> Iterator[Prometheus]:
+    prom = Prometheus(tmp_path, exporter.port)
+    try:
+        prom.start()
+        yield prom
+    finally:
+        prom.stop()
+
+
+class Noisy(TypedDict):
+    start: int
+    value: float
+    done: bool
+
+
+def make_noisy_graph() -> Any:
+    """a -> noisy -> c, where `noisy` writes a random number: forking from before it diverges."""
+
+    def a(state: Noisy) -> dict[str, Any]:
+        return {"start": state["start"] + 1}
+
+    def noisy(state: Noisy) -> dict[str, Any]:
+        return {"value": random.random()}
+
+    def c(state: Noisy) -> dict[str, Any]:
+        return {"done": True}
+
+    builder = StateGraph(Noisy)
+    builder.add_node("a", a)
+    builder.add_node("noisy", noisy)
+    builder.add_node("c", c)
+    builder.add_edge(START, "a")
+    builder.add_edge("a", "noisy")
+    builder.add_edge("noisy", "c")
+    return builder
+
+
+def rule_expressions() -> str:
+    groups = yaml.safe_load(RULES.read_text())["groups"]
+    return "\n".join(rule["expr"] for group in groups for rule in group["rules"])
+
+
+def metric_references(rules_text: str) -> tuple[set[str], set[str]]:
+    """Exporter metric names (without _bucket/_sum/_count) and langgraph_* label names the
+    rule expressions refer to; recorded series (`level:metric:ops`) are not exporter names."""
+    metrics = {
+        re.sub(r"_(bucket|sum|count)$", "", name)
+        for name in re.findall(r"(?<![:\w])(langgraph_checkpoint_\w+)\b(?!:)", rules_text)
+    }
+    labels = set(re.findall(r"\b(langgraph_[a-z_]+)\s*(?:=|!=|=~|!~)\s*\"", rules_text))
+    for group in re.findall(r"\bby\s*\(([^)]*)\)", rules_text):
+        labels |= {label.strip() for label in group.split(",") if label.strip()}
+    labels -= {"job", "le"}
+    return metrics, labels
+
+
+def test_divergence_alert_fires_in_a_live_prometheus(
+    exporter: Exporter, prometheus: Prometheus
+) -> None:
+    started = time.monotonic()
+    deadline = started + LIVE_DEADLINE_S
+    proc = prometheus.proc
+
+    def target_up() -> bool | None:
+        targets = prometheus.api("targets")["activeTargets"]
+        return True if any(t["health"] == "up" for t in targets) else None
+
+    try:
+        poll(
+            "prometheus to become ready",
+            lambda: http_json(f"{prometheus.url}/api/v1/status/buildinfo"),
+            deadline,
+            proc,
+        )
+        poll("the exporter target to be scraped (health up)", target_up, deadline, proc)
+
+        # A real run, then a fork from the checkpoint before `noisy`: the wrapper compares the
+        # new branch with the earlier one and counts a `state` divergence.
+        saver = instrument(
+            InMemorySaver(),
+            tracer_provider=exporter.tracer_provider,
+            meter_provider=exporter.meter_provider,
+        )
+        graph = make_noisy_graph().compile(checkpointer=saver)
+        config: Any = {"configurable": {"thread_id": "live-1"}}
+        graph.invoke({"start": 0}, config)
+        before_noisy = next(s for s in graph.get_state_history(config) if s.next == ("noisy",))
+        graph.invoke(None, before_noisy.config)
+        assert 'langgraph_checkpoint_divergences_total{langgraph_divergence_kind="state"' in (
+            exporter.metrics_text()
+        )
+
+        def divergence_firing() -> dict[str, Any] | None:
+            for alert in prometheus.api("alerts")["alerts"]:
+                if alert["labels"]["alertname"] == DIVERGENCE_ALERT and alert["state"] == "firing":
+                    return dict(alert)
+            return None
+
+        alert = poll(f"{DIVERGENCE_ALERT} to be firing", divergence_firing, deadline, proc)
+        fired_after = time.monotonic() - started
+        print(f"{DIVERGENCE_ALERT} firing {fired_after:.1f}s after Prometheus was started")
+        assert alert["labels"]["langgraph_divergence_kind"] == "state"
+        assert alert["labels"]["job"] == JOB
+        assert alert["labels"]["severity"] == "warning"
+        assert alert["annotations"]["summary"] == f"LangGraph run diverged (state) in {JOB}"
+        assert float(alert["value"]) == 1.0
+
+        # a normal run with one fork trips nothing else
+        firing = {
+            a["labels"]["alertname"]
+            for a in prometheus.api("alerts")["alerts"]
+            if a["state"] == "firing"
+        }
+        assert firing == {DIVERGENCE_ALERT}
+
+        # every rule evaluates without error against the real series
+        def all_rules_evaluated() -> list[dict[str, Any]] | None:
+            rules = [r for g in prometheus.api("rules")["groups"] for r in g["rules"]]
+            evaluated = all(not r["lastEvaluation"].startswith("0001-") for r in rules)
+            return rules if evaluated else None
+
+        rules = poll("every rule to be evaluated", all_rules_evaluated, deadline, proc)
+        assert len(rules) == 10
+        assert [(r["name"], r.get("lastError", "")) for r in rules if r["health"] != "ok"] == []
+
+        # every exporter metric and label the rules name exists in Prometheus after this run
+        metrics, labels = metric_references(rule_expressions())
+        assert len(metrics) == 5, metrics  # all instruments but the whole-state size
+        names = set(prometheus.api("label/__name__/values"))
+        seen_labels: set[str] = set()
+        for metric in sorted(metrics):
+            series_names = {n for n in names if re.fullmatch(rf"{metric}(_bucket|_sum|_count)?", n)}
+            assert series_names, f"{metric} not in Prometheus; it has {sorted(names)}"
+            for series in prometheus.api("series", **{"match[]": f'{{__name__=~"{metric}.*"}}'}):
+                seen_labels |= set(series)
+        assert labels <= seen_labels, labels - seen_labels
+        assert fired_after < 40, f"the alert took {fired_after:.1f}s to fire"
+    except BaseException:
+        print(f"--- prometheus log (tail) ---\n{prometheus.log_tail()}")
+        raise
