@@ -349,7 +349,7 @@ def check_metric_expr(expr: str, where: str, template_prefixes: dict[str, str]) 
                 elif prefix not in allowed:
                     errors.append(f"{where}: {tag} filters on {prefix!r}, which {metric} lacks")
                 continue
-            key, _, value = tag.partition(":")
+            key, _, value = tag.removeprefix("!").partition(":")  # `!tag:value` excludes
             if key not in allowed:
                 errors.append(f"{where}: tag {key!r} is not an attribute of {metric}")
             elif key in ENUM_VALUES and value not in ENUM_VALUES[key]:
