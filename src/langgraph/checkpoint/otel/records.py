@@ -19,7 +19,8 @@ from langgraph.checkpoint.otel.hashing import combine_state_hash, hash_value
 PULL_PREFIX = "~__pregel_pull, "
 PUSH_PREFIX = "~__pregel_push, "
 INPUT_NODE = "__input__"
-"""Pseudo node of the input, `Command` and `update_state` writes (the null task)."""
+"""Pseudo node of the null task's writes (`Command` and `update_state`); graph input is
+applied by LangGraph's `__start__` task."""
 UNKNOWN_NODE = "unknown"
 """Reported when the node of a task cannot be derived."""
 NULL_TASK_ID = "00000000-0000-0000-0000-000000000000"
@@ -65,7 +66,7 @@ def node_of_task(task_id: str, task_path: str, sends: Iterable[str] = ()) -> str
 
     Push tasks (``~__pregel_push, <index>, ...``) name the index of a `Send` in the checkpoint's
     task channel; `sends` are the target nodes of those sends, when known. The null task
-    (input, `Command` and `update_state` writes) is `__input__`.
+    (`Command` and `update_state` writes) is `__input__`.
     """
     if task_id == NULL_TASK_ID:
         return INPUT_NODE
