@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pydantic import BaseModel, ConfigDict
 
 from langgraph.checkpoint.otel.options import DETECTORS, DivergenceKind, DivergencePolicy
-from langgraph.checkpoint.otel.records import CheckpointRecord
+from langgraph.checkpoint.otel.records import CheckpointRecord, is_state_channel
 
 __all__ = [
     "DEFAULT_POLICY",
@@ -177,7 +177,7 @@ def _state_findings(
         name
         for name in set(expected.channel_hashes) | set(actual.channel_hashes)
         if name not in ignore
-        and not name.startswith(("branch:to:", "__"))
+        and is_state_channel(name)
         and expected.channel_hashes.get(name) != actual.channel_hashes.get(name)
     )
     return [

@@ -13,7 +13,9 @@ from langgraph.checkpoint.serde.types import ERROR, INTERRUPT
 
 from langgraph.checkpoint.otel import names
 from langgraph.checkpoint.otel.records import (
+    BRANCH_PREFIX,
     INPUT_NODE,
+    TASKS_CHANNEL,
     UNKNOWN_NODE,
     SpanFact,
     send_targets,
@@ -22,8 +24,6 @@ from langgraph.checkpoint.otel.records import (
 ResumeKind = Literal["crash", "error", "interrupt", "fork", "update", "continue"]
 RESUME_KINDS: tuple[ResumeKind, ...] = ("crash", "error", "interrupt", "fork", "update", "continue")
 
-BRANCH_PREFIX = "branch:to:"
-TASKS_CHANNEL = "__pregel_tasks"
 ALL_NODES = "*"
 
 # --- W3C trace context carrier ----------------------------------------------------------------

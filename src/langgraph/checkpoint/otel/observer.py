@@ -36,8 +36,10 @@ from langgraph.checkpoint.otel.lineage import (
 )
 from langgraph.checkpoint.otel.options import InstrumentOptions
 from langgraph.checkpoint.otel.records import (
+    TASKS_CHANNEL,
     UNKNOWN_NODE,
     BoundedDict,
+    Scope,
     StoredTelemetry,
     is_state_channel,
     node_of_task,
@@ -49,10 +51,6 @@ from langgraph.checkpoint.otel.records import (
 from langgraph.checkpoint.otel.summary import summarize
 from langgraph.checkpoint.otel.telemetry import Operation, Telemetry
 from langgraph.checkpoint.otel.watch import DivergenceWatch, ReferenceWalk
-
-TASKS_CHANNEL = "__pregel_tasks"
-
-Scope = tuple[str, str]
 
 
 @dataclass(slots=True)

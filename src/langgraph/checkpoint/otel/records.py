@@ -21,6 +21,12 @@ PUSH_PREFIX = "~__pregel_push, "
 INPUT_NODE = "__input__"
 """Pseudo node of the null task's writes (`Command` and `update_state`); graph input is
 applied by LangGraph's `__start__` task."""
+BRANCH_PREFIX = "branch:to:"
+"""LangGraph's trigger channels: `branch:to:<node>` schedules `<node>`."""
+TASKS_CHANNEL = "__pregel_tasks"
+"""LangGraph's channel of pending `Send` packets."""
+Scope = tuple[str, str]
+"""(thread id, checkpoint namespace): one sequence of checkpoints."""
 UNKNOWN_NODE = "unknown"
 """Reported when the node of a task cannot be derived."""
 NULL_TASK_ID = "00000000-0000-0000-0000-000000000000"
@@ -110,7 +116,7 @@ def is_state_channel(channel: str) -> bool:
     `branch:to:<node>` triggers and dunder channels (`__start__`, `__pregel_tasks`) are
     bookkeeping: they are hashed with the state but get no channel event or metric.
     """
-    return not (channel.startswith("branch:to:") or channel.startswith("__"))
+    return not (channel.startswith(BRANCH_PREFIX) or channel.startswith("__"))
 
 
 @dataclass(frozen=True, slots=True)

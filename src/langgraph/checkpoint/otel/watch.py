@@ -19,11 +19,11 @@ from langgraph.checkpoint.otel.lineage import Resume
 from langgraph.checkpoint.otel.records import (
     BoundedDict,
     CheckpointRecord,
+    Scope,
     checkpoint_record,
     message_tool_activity,
 )
 
-Scope = tuple[str, str]
 ReferenceWalk = Generator[Any, Any, None]
 """Yields configs of checkpoints to load; is sent the loaded tuples (or None)."""
 
