@@ -244,3 +244,33 @@ def map_reduce(flaky: Flaky | None = None) -> StateGraph:
 def parallel_flaky() -> Flaky:
     """A `Flaky` for parallel graphs: fails once, after its siblings have committed."""
     return Flaky(failures=1, delay=PARALLEL_FAILURE_DELAY)
+
+
+class Noisy(TypedDict, total=False):
+    start: int
+    value: float
+    done: bool
+
+
+def noisy(deterministic: bool = False) -> StateGraph:
+    """a -> noisy -> c; `noisy` writes a random number unless `deterministic`: forking from
+    before it diverges (a `state` finding on channel `value`)."""
+    import random
+
+    def a(state: Noisy) -> dict[str, Any]:
+        return {"start": state.get("start", 0) + 1}
+
+    def roll(state: Noisy) -> dict[str, Any]:
+        return {"value": 0.5 if deterministic else random.random()}
+
+    def c(state: Noisy) -> dict[str, Any]:
+        return {"done": True}
+
+    builder = StateGraph(Noisy)
+    builder.add_node("a", a)
+    builder.add_node("noisy", roll)
+    builder.add_node("c", c)
+    builder.add_edge(START, "a")
+    builder.add_edge("a", "noisy")
+    builder.add_edge("noisy", "c")
+    return builder

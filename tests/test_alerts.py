@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import inspect
 import json
-import random
 import re
 import shutil
 import socket
@@ -24,18 +23,18 @@ import urllib.parse
 import urllib.request
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, TypedDict, TypeVar
+from typing import Any, TypeVar
 
 import pytest
 import yaml
 from langgraph.checkpoint.memory import InMemorySaver
-from langgraph.graph import START, StateGraph
 from opentelemetry.exporter.prometheus import PrometheusMetricReader
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
 from prometheus_client import REGISTRY, CollectorRegistry, start_http_server
 
+import graphs
 from helpers import in_ci
 from langgraph.checkpoint.otel import instrument
 
@@ -257,34 +256,6 @@ def prometheus(tmp_path: Path, exporter: Exporter) -> Iterator[Prometheus]:
         prom.stop()
 
 
-class Noisy(TypedDict):
-    start: int
-    value: float
-    done: bool
-
-
-def make_noisy_graph() -> Any:
-    """a -> noisy -> c, where `noisy` writes a random number: forking from before it diverges."""
-
-    def a(state: Noisy) -> dict[str, Any]:
-        return {"start": state["start"] + 1}
-
-    def noisy(state: Noisy) -> dict[str, Any]:
-        return {"value": random.random()}
-
-    def c(state: Noisy) -> dict[str, Any]:
-        return {"done": True}
-
-    builder = StateGraph(Noisy)
-    builder.add_node("a", a)
-    builder.add_node("noisy", noisy)
-    builder.add_node("c", c)
-    builder.add_edge(START, "a")
-    builder.add_edge("a", "noisy")
-    builder.add_edge("noisy", "c")
-    return builder
-
-
 def rule_expressions() -> str:
     groups = yaml.safe_load(RULES.read_text())["groups"]
     return "\n".join(rule["expr"] for group in groups for rule in group["rules"])
@@ -331,7 +302,7 @@ def test_divergence_alert_fires_in_a_live_prometheus(
             tracer_provider=exporter.tracer_provider,
             meter_provider=exporter.meter_provider,
         )
-        graph = make_noisy_graph().compile(checkpointer=saver)
+        graph = graphs.noisy().compile(checkpointer=saver)
         config: Any = {"configurable": {"thread_id": "live-1"}}
         graph.invoke({"start": 0}, config)
         before_noisy = next(s for s in graph.get_state_history(config) if s.next == ("noisy",))

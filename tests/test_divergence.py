@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import random
 from typing import Annotated, Any, TypedDict
 
 import pytest
@@ -12,6 +11,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.message import add_messages
 
+import graphs
 from helpers import OTel
 from langgraph.checkpoint.otel import instrument, names
 from langgraph.checkpoint.otel.divergence import (
@@ -141,32 +141,6 @@ def test_window_bounds_the_comparison() -> None:
 # --- real graphs ------------------------------------------------------------------------------
 
 
-class Noisy(TypedDict):
-    start: int
-    value: float
-    done: bool
-
-
-def make_noisy_graph(deterministic: bool) -> Any:
-    def a(state: Noisy) -> dict[str, Any]:
-        return {"start": state["start"] + 1}
-
-    def noisy(state: Noisy) -> dict[str, Any]:
-        return {"value": 0.5 if deterministic else random.random()}
-
-    def c(state: Noisy) -> dict[str, Any]:
-        return {"done": True}
-
-    builder = StateGraph(Noisy)
-    builder.add_node("a", a)
-    builder.add_node("noisy", noisy)
-    builder.add_node("c", c)
-    builder.add_edge(START, "a")
-    builder.add_edge("a", "noisy")
-    builder.add_edge("noisy", "c")
-    return builder
-
-
 def divergence_events(otel: OTel) -> list[dict[str, Any]]:
     return [
         dict(event.attributes or {})
@@ -186,7 +160,7 @@ def test_a_non_deterministic_node_is_flagged_on_fork(deterministic: bool, otel: 
     saver = instrument(
         inner, tracer_provider=otel.tracer_provider, meter_provider=otel.meter_provider
     )
-    graph = make_noisy_graph(deterministic).compile(checkpointer=saver)
+    graph = graphs.noisy(deterministic).compile(checkpointer=saver)
     graph.invoke({"start": 0}, CONFIG)
     after_a = next(s for s in graph.get_state_history(CONFIG) if s.next == ("noisy",))
     graph.invoke(None, after_a.config)
@@ -314,7 +288,7 @@ def test_strict_mode_callback_stops_the_run_after_the_checkpoint_is_stored(otel:
 
     inner = InMemorySaver()
     saver = instrument(inner, tracer_provider=otel.tracer_provider, on_divergence=strict)
-    graph = make_noisy_graph(deterministic=False).compile(checkpointer=saver)
+    graph = graphs.noisy(deterministic=False).compile(checkpointer=saver)
     graph.invoke({"start": 0}, CONFIG, durability="sync")
     after_a = next(s for s in graph.get_state_history(CONFIG) if s.next == ("noisy",))
     with pytest.raises(NonDeterminism):
@@ -342,7 +316,7 @@ def loads_for(scenario: str, wrapped: bool, otel: OTel) -> int:
         if wrapped
         else inner
     )
-    graph = make_noisy_graph(deterministic=True).compile(checkpointer=saver)
+    graph = graphs.noisy(deterministic=True).compile(checkpointer=saver)
     graph.invoke({"start": 0}, CONFIG)
     history = list(graph.get_state_history(CONFIG))
     inner.loads = 0
