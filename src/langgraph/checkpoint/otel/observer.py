@@ -36,6 +36,7 @@ from langgraph.checkpoint.otel.lineage import (
 )
 from langgraph.checkpoint.otel.options import InstrumentOptions
 from langgraph.checkpoint.otel.records import (
+    PSEUDO_NODES,
     TASKS_CHANNEL,
     UNKNOWN_NODE,
     BoundedDict,
@@ -377,7 +378,7 @@ class CheckpointObserver:
             seen = self._last_put.get(scope)
             sends = seen.sends if seen is not None and seen.id == checkpoint_id else []
             node = node_of_task(task_id, task_path, sends)
-            if node is not None:
+            if node is not None and node not in PSEUDO_NODES:
                 key = (*scope, checkpoint_id)
                 writers = self._writers.get(key) or set()
                 writers.add(node)
