@@ -9,6 +9,12 @@ root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 check="$root/dashboards/grafana/check"
 stamp="$check/node_modules/.installed-lock-sha256"
 
+if ! command -v npm >/dev/null 2>&1 && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+  echo "grafana-schema: installing Debian packages nodejs and npm"
+  apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nodejs npm
+fi
+
 for tool in node npm; do
   if ! command -v "$tool" >/dev/null 2>&1; then
     echo "ERROR: '$tool' not found: the Grafana dashboard type check needs Node.js >= 18 and npm." >&2
