@@ -42,3 +42,29 @@ def test_send_targets_and_outcomes() -> None:
     assert task_outcome(["__resume__"]) == "resume"
     assert task_outcome(["__resume__", "x"]) == "ok"
     assert task_outcome(["x"]) == "ok"
+
+
+def test_tool_activity_of_new_messages_matches_answers_to_their_requests() -> None:
+    from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+
+    from langgraph.checkpoint.otel.records import message_tool_activity, tool_call_key
+
+    history = [
+        HumanMessage("hi"),
+        AIMessage("", tool_calls=[{"name": "search", "args": {"q": 1}, "id": "a"}]),
+        ToolMessage("r1", tool_call_id="a", name="search"),
+        AIMessage("", tool_calls=[{"name": "mail", "args": {"to": "b"}, "id": "b"}]),
+        ToolMessage("r2", tool_call_id="b"),
+        ToolMessage("r3", tool_call_id="nobody", name="ghost"),
+    ]
+    requested, answered = message_tool_activity(history, start=3)
+    mail = tool_call_key("mail", {"to": "b"})
+    assert [(c.name, c.key) for c in requested] == [("mail", mail)]
+    # the answer carries its request's name and arguments; an orphan keeps its own name
+    assert [(c.name, c.key) for c in answered] == [("mail", mail), ("ghost", "ghost:?")]
+    requested, answered = message_tool_activity(history)
+    assert [c.name for c in requested] == ["search", "mail"]
+    assert [c.key for c in answered][0] == tool_call_key("search", {"q": 1})
+    # argument order does not change the key; other arguments do
+    assert tool_call_key("s", {"a": 1, "b": 2}) == tool_call_key("s", {"b": 2, "a": 1})
+    assert tool_call_key("s", {"a": 1}) != tool_call_key("s", {"a": 2})

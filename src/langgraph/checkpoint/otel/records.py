@@ -224,28 +224,43 @@ def message_tool_activity(
     """Tool calls requested and answered by `messages[start:]`.
 
     A tool message is matched to the request it answers through its `tool_call_id`, looked up
-    among all of `messages`, so its key carries the request's name and arguments.
+    from the newest message backwards (so the cost follows the new messages, not the history),
+    and its key carries the request's name and arguments.
     """
+    added = messages[start:]
+    requested = [_tool_call(call) for message in added for call in _requested_calls(message)]
+    wanted = {
+        str(getattr(message, "tool_call_id", ""))
+        for message in added
+        if getattr(message, "type", None) == "tool"
+    }
     requests: dict[str, ToolCall] = {}
-    requested: list[ToolCall] = []
-    answered: list[ToolCall] = []
-    for index, message in enumerate(messages):
-        for call in getattr(message, "tool_calls", None) or ():
-            if not isinstance(call, Mapping):
-                continue
-            tool = ToolCall(
-                str(call.get("name", "")),
-                tool_call_key(str(call.get("name", "")), call.get("args")),
-            )
-            if call.get("id"):
-                requests[str(call["id"])] = tool
-            if index >= start:
-                requested.append(tool)
-        if index >= start and getattr(message, "type", None) == "tool":
-            request = requests.get(str(getattr(message, "tool_call_id", "")))
-            name = str(getattr(message, "name", None) or (request.name if request else ""))
-            answered.append(request or ToolCall(name, f"{name}:?"))
+    if wanted:
+        for message in reversed(messages):
+            for call in _requested_calls(message):
+                call_id = str(call.get("id") or "")
+                if call_id in wanted and call_id not in requests:
+                    requests[call_id] = _tool_call(call)
+            if len(requests) == len(wanted):
+                break
+    answered = []
+    for message in added:
+        if getattr(message, "type", None) != "tool":
+            continue
+        request = requests.get(str(getattr(message, "tool_call_id", "")))
+        name = str(getattr(message, "name", None) or (request.name if request else ""))
+        answered.append(request or ToolCall(name, f"{name}:?"))
     return tuple(requested), tuple(answered)
+
+
+def _requested_calls(message: Any) -> list[Mapping[str, Any]]:
+    calls = getattr(message, "tool_calls", None) or ()
+    return [call for call in calls if isinstance(call, Mapping)]
+
+
+def _tool_call(call: Mapping[str, Any]) -> ToolCall:
+    name = str(call.get("name", ""))
+    return ToolCall(name, tool_call_key(name, call.get("args")))
 
 
 def checkpoint_record(
