@@ -64,7 +64,7 @@ def test_tool_activity_of_new_messages_matches_answers_to_their_requests() -> No
     assert [(c.name, c.key) for c in answered] == [("mail", mail), ("ghost", "ghost:?")]
     requested, answered = message_tool_activity(history)
     assert [c.name for c in requested] == ["search", "mail"]
-    assert [c.key for c in answered][0] == tool_call_key("search", {"q": 1})
+    assert answered[0].key == tool_call_key("search", {"q": 1})
     # argument order does not change the key; other arguments do
     assert tool_call_key("s", {"a": 1, "b": 2}) == tool_call_key("s", {"b": 2, "a": 1})
     assert tool_call_key("s", {"a": 1}) != tool_call_key("s", {"a": 2})
