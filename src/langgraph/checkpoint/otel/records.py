@@ -317,6 +317,9 @@ def checkpoint_record(
 def _first_added(messages: Sequence[Any], previous: Sequence[Any] | None) -> int:
     if not previous:
         return 0 if previous is not None else len(messages)
+    n = len(previous)
+    if len(messages) >= n and messages[n - 1] is previous[-1]:
+        return n  # appended to (what add_messages does): no scan of the history
     ids = {getattr(m, "id", None) for m in previous} - {None}
     if ids:
         for index, message in enumerate(messages):
