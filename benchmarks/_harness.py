@@ -138,11 +138,14 @@ class TimedInMemorySaver(InMemorySaver):
         super().__init__()
         self.channel = channel
         self.put_times: list[tuple[bool, int]] = []
+        self.put_cpu: list[tuple[bool, int]] = []
 
     def put(self, config: Any, checkpoint: Any, metadata: Any, new_versions: Any) -> Any:
-        t0 = time.perf_counter_ns()
+        t0, c0 = time.perf_counter_ns(), time.thread_time_ns()
         result = super().put(config, checkpoint, metadata, new_versions)
-        self.put_times.append((self.channel in new_versions, time.perf_counter_ns() - t0))
+        wrote = self.channel in new_versions
+        self.put_cpu.append((wrote, time.thread_time_ns() - c0))
+        self.put_times.append((wrote, time.perf_counter_ns() - t0))
         return result
 
 
@@ -155,12 +158,15 @@ class OuterPutTimer:
     def __init__(self, saver: Any, channel: str = "messages") -> None:
         self.channel = channel
         self.put_times: list[tuple[bool, int]] = []
+        self.put_cpu: list[tuple[bool, int]] = []
         bound = saver.put
 
         def put(config: Any, checkpoint: Any, metadata: Any, new_versions: Any) -> Any:
-            t0 = time.perf_counter_ns()
+            t0, c0 = time.perf_counter_ns(), time.thread_time_ns()
             result = bound(config, checkpoint, metadata, new_versions)
-            self.put_times.append((channel in new_versions, time.perf_counter_ns() - t0))
+            wrote = channel in new_versions
+            self.put_cpu.append((wrote, time.thread_time_ns() - c0))
+            self.put_times.append((wrote, time.perf_counter_ns() - t0))
             return result
 
         saver.put = put

@@ -155,6 +155,7 @@ def bench_history(size_label: str, plan: Plan) -> dict[str, Any]:
         turn(v, -1)
     for timer in (bare, inner, outer):
         timer.put_times.clear()
+        timer.put_cpu.clear()
     gc.collect()
     invoke: dict[str, list[float]] = {"bare": [], "inst": []}
     turns = plan.history_turns[size_label]
@@ -166,12 +167,19 @@ def bench_history(size_label: str, plan: Plan) -> dict[str, Any]:
             gc.collect()  # outside the timed region; keeps the many 10 MB blobs from piling up
     tel.shutdown()
 
-    def msg_puts(timer: Any) -> list[float]:
-        return [ns / 1e6 for wrote, ns in timer.put_times if wrote]
+    def msg_puts(times: list[tuple[bool, int]]) -> list[float]:
+        return [ns / 1e6 for wrote, ns in times if wrote]
 
-    bare_put, inst_put, inner_put = msg_puts(bare), msg_puts(outer), msg_puts(inner)
+    bare_put, inst_put = msg_puts(bare.put_times), msg_puts(outer.put_times)
+    inner_put = msg_puts(inner.put_times)
     # The outer and inner shims of the instrumented saver record the very same calls, in order.
     added_paired = [o - i for o, i in zip(inst_put, inner_put, strict=True)]
+    # The same in CPU time of the put's own thread: LangGraph runs puts on a background thread,
+    # whose wall time also counts waits for the GIL while the main thread does the graph's own
+    # work on the history (add_messages copies the list), which is not the wrapper's cost.
+    added_cpu = [
+        o - i for o, i in zip(msg_puts(outer.put_cpu), msg_puts(inner.put_cpu), strict=True)
+    ]
     lo, hi = h.bootstrap_diff_ci(inst_put, bare_put)
     return {
         "size": size_label,
@@ -185,6 +193,7 @@ def bench_history(size_label: str, plan: Plan) -> dict[str, Any]:
             "inst_inner": h.summary(inner_put),
         },
         "added_ms": {
+            "paired_exclusive_cpu": h.summary(added_cpu),
             "paired_exclusive": h.summary(added_paired),
             "median_difference": statistics.median(inst_put) - statistics.median(bare_put),
             "median_difference_ci95": [lo, hi],
@@ -282,17 +291,30 @@ def evaluate(results: dict[str, Any]) -> list[dict[str, Any]]:
             )
     hist = {x["size"]: x for x in results["history"]}
     if {"10KB", "10MB"} <= hist.keys():
-        small = hist["10KB"]["added_ms"]["paired_exclusive"]["median"]
-        big = hist["10MB"]["added_ms"]["paired_exclusive"]["median"]
+        small = hist["10KB"]["added_ms"]["paired_exclusive_cpu"]["median"]
+        big = hist["10MB"]["added_ms"]["paired_exclusive_cpu"]["median"]
         value = big / small
         targets.append(
             {
-                "name": "added put time, 10 MB / 10 KB history (InMemorySaver, paired exclusive)",
+                "name": "added put time, 10 MB / 10 KB history (InMemorySaver, paired exclusive, "
+                "CPU time of the put's thread)",
                 "value": value,
                 "limit": HISTORY_TARGET,
                 "kind": "target",
                 "status": "PASS" if value <= HISTORY_TARGET else "FAIL",
                 "added_ms": {"10KB": small, "10MB": big},
+            }
+        )
+        small_w = hist["10KB"]["added_ms"]["paired_exclusive"]["median"]
+        big_w = hist["10MB"]["added_ms"]["paired_exclusive"]["median"]
+        targets.append(
+            {
+                "name": "added put time, 10 MB / 10 KB history (paired exclusive, wall time)",
+                "value": big_w / small_w,
+                "limit": HISTORY_TARGET,
+                "kind": "secondary",
+                "status": "PASS" if big_w / small_w <= HISTORY_TARGET else "FAIL",
+                "added_ms": {"10KB": small_w, "10MB": big_w},
             }
         )
         small_d = hist["10KB"]["added_ms"]["median_difference"]
