@@ -83,12 +83,13 @@ import struct
 import sys
 import threading
 import uuid
-from collections import OrderedDict
 from collections.abc import Callable, Collection, Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
 from langgraph.types import Send
+
+from langgraph.checkpoint.otel.bounded import BoundedDict
 
 __all__ = [
     "MAX_DEPTH",
@@ -742,18 +743,12 @@ class StateHasher:
         self.max_entries = max_entries
         self.max_list_memos = min(max_list_memos, max_entries)
         self._fallback = fallback
-        self._digests: OrderedDict[tuple[Hashable, str, object], ChannelDigest] = OrderedDict()
-        self._last: OrderedDict[tuple[Hashable, str], ChannelDigest] = OrderedDict()
-        self._lists: OrderedDict[tuple[Hashable, str], _ListMemo] = OrderedDict()
+        self._digests: BoundedDict[tuple[Hashable, str, object], ChannelDigest] = BoundedDict(
+            max_entries
+        )
+        self._last: BoundedDict[tuple[Hashable, str], ChannelDigest] = BoundedDict(max_entries)
+        self._lists: BoundedDict[tuple[Hashable, str], _ListMemo] = BoundedDict(self.max_list_memos)
         self._lock = threading.Lock()
-
-    # -- cache helpers (all under the lock) --
-
-    def _put_bounded(self, od: OrderedDict[Any, Any], key: Any, value: Any, bound: int) -> None:
-        od[key] = value
-        od.move_to_end(key)
-        while len(od) > bound:
-            od.popitem(last=False)
 
     def cache_sizes(self) -> dict[str, int]:
         """Current number of entries of each internal cache (for tests and diagnostics)."""
@@ -833,9 +828,7 @@ class StateHasher:
         digest = ChannelDigest(final.hexdigest(), size + 1, len(value))
         if self.max_list_memos:
             with self._lock:
-                self._put_bounded(
-                    self._lists, key, _ListMemo(chunks, hasher, size, version), self.max_list_memos
-                )
+                self._lists[key] = _ListMemo(chunks, hasher, size, version)
         return digest
 
     def _compute(self, scope: Hashable, channel: str, value: Any, version: object) -> ChannelDigest:
@@ -886,13 +879,13 @@ class StateHasher:
                 digest = self._compute(scope, channel, value, version)
                 with self._lock:
                     if version is not _MISSING:
-                        self._put_bounded(self._digests, dkey, digest, self.max_entries)
+                        self._digests[dkey] = digest
                     lkey = (scope, channel)
                     if is_changed:
                         prev = self._last.get(lkey)
                         if prev is not None:
                             previous[channel] = prev
-                    self._put_bounded(self._last, lkey, digest, self.max_entries)
+                    self._last[lkey] = digest
             if is_changed:
                 changed_present.append(channel)
                 written += digest.size

@@ -25,6 +25,7 @@ from opentelemetry.trace import TracerProvider
 from opentelemetry.util.types import AttributeValue
 
 from langgraph.checkpoint.otel import names
+from langgraph.checkpoint.otel.bounded import BoundedDict
 from langgraph.checkpoint.otel.divergence import Finding
 from langgraph.checkpoint.otel.hashing import StateDigest, StateHasher
 from langgraph.checkpoint.otel.lineage import (
@@ -39,7 +40,6 @@ from langgraph.checkpoint.otel.records import (
     PSEUDO_NODES,
     TASKS_CHANNEL,
     UNKNOWN_NODE,
-    BoundedDict,
     Scope,
     StoredTelemetry,
     is_state_channel,

@@ -6,10 +6,9 @@ resume harness, read checkpoints through these functions so they agree on one re
 
 from __future__ import annotations
 
-from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Generic, TypeVar
+from typing import Any
 
 from langgraph.checkpoint.serde.types import ERROR, INTERRUPT, RESUME
 
@@ -32,23 +31,6 @@ UNKNOWN_NODE = "unknown"
 NULL_TASK_ID = "00000000-0000-0000-0000-000000000000"
 PSEUDO_NODES = frozenset({INPUT_NODE, INTERRUPT})
 """Keys of versions_seen that are bookkeeping, not nodes that ran."""
-
-K = TypeVar("K")
-V = TypeVar("V")
-
-
-class BoundedDict(OrderedDict[K, V], Generic[K, V]):
-    """A least-recently-stored mapping that forgets its oldest entries beyond `max_entries`."""
-
-    def __init__(self, max_entries: int) -> None:
-        super().__init__()
-        self.max_entries = max_entries
-
-    def __setitem__(self, key: K, value: V) -> None:
-        super().__setitem__(key, value)
-        self.move_to_end(key)
-        while len(self) > self.max_entries:
-            self.popitem(last=False)
 
 
 def nodes_from_versions_seen(

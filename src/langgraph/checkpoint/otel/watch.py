@@ -14,10 +14,10 @@ from collections.abc import Generator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from langgraph.checkpoint.otel.bounded import BoundedDict
 from langgraph.checkpoint.otel.divergence import BranchComparison, DivergencePolicy, Finding
 from langgraph.checkpoint.otel.lineage import Resume
 from langgraph.checkpoint.otel.records import (
-    BoundedDict,
     CheckpointRecord,
     Scope,
     checkpoint_record,
