@@ -413,10 +413,10 @@ class CheckpointObserver:
             return
         attributes = _loaded_attributes(result)
         if call.run is not None and call.config is not None and isinstance(result, CheckpointTuple):
-            resume = self._classify(call.run, result, latest)
+            stored = read_stored_telemetry(result.metadata)
+            resume = self._classify(call.run, result, latest, stored)
             op.rename(names.SPAN_RESUME, "resume")
             attributes.update(_resume_attributes(resume, result))
-            stored = read_stored_telemetry(result.metadata)
             writer = parse_carrier(stored.carrier if stored else None)
             if writer is not None:
                 op.link(writer, {names.LINK_TYPE: LINK_CHECKPOINT_WRITER})
@@ -435,12 +435,13 @@ class CheckpointObserver:
         op.set(attributes)
 
     @staticmethod
-    def _classify(run: RunStart, loaded: CheckpointTuple, latest: Any) -> Resume:
+    def _classify(
+        run: RunStart, loaded: CheckpointTuple, latest: Any, stored: StoredTelemetry | None
+    ) -> Resume:
         explicit = run.explicit_checkpoint and (
             isinstance(latest, CheckpointTuple)
             and latest.checkpoint["id"] != loaded.checkpoint["id"]
         )
-        stored = read_stored_telemetry(loaded.metadata)
         facts = LoadedCheckpoint(
             checkpoint_id=str(loaded.checkpoint["id"]),
             source=(loaded.metadata or {}).get("source"),
