@@ -30,7 +30,11 @@ from typing import Any
 import pytest
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.checkpoint.conformance import checkpointer_test, validate
-from langgraph.checkpoint.conformance.capabilities import Capability, DetectedCapabilities
+from langgraph.checkpoint.conformance.capabilities import (
+    BASE_CAPABILITIES,
+    Capability,
+    DetectedCapabilities,
+)
 from langgraph.checkpoint.conformance.report import CapabilityReport
 from langgraph.checkpoint.memory import InMemorySaver
 
@@ -168,9 +172,12 @@ async def test_conformance(
     async with make_inner() as bare:
         expected = DetectedCapabilities.from_instance(for_conformance(saver_name, bare))
         wrapped = wrap(bare)
-        # Capability mirroring on the wrapper itself (for sync savers: no async capabilities
-        # appear that the inner type does not have).
+        # Capability mirroring on the wrapper itself: the base capabilities are always
+        # delegated (a saver lacking one raises as it does bare); no optional capability
+        # appears that the inner saver does not have.
         direct_bare = DetectedCapabilities.from_instance(bare).detected
+        if wrapping != "bare":
+            direct_bare |= BASE_CAPABILITIES
         direct_wrapped = DetectedCapabilities.from_instance(wrapped).detected
         assert direct_wrapped == direct_bare, (
             f"{wrapping} {saver_name}: wrapper must mirror the inner type's capabilities; "

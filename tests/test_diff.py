@@ -26,7 +26,7 @@ from langgraph.graph.message import add_messages
 from pydantic import BaseModel
 
 from helpers import OTel
-from langgraph.checkpoint.otel import InstrumentOptions, instrument, names
+from langgraph.checkpoint.otel import InstrumentOptions, instrument, names, stored_history
 from langgraph.checkpoint.otel.diff import (
     CheckpointDiff,
     ContentPolicy,
@@ -95,7 +95,7 @@ def _history(saver: Any) -> dict[int, CheckpointTuple]:
     graph.invoke(
         {"messages": [HumanMessage(f"hi {SECRET_TEXT}", id="h-1")], "items": ["in"]}, config
     )
-    return {t.metadata["step"]: t for t in saver.list(config)}
+    return {t.metadata["step"]: t for t in stored_history(saver, config)}
 
 
 @pytest.fixture

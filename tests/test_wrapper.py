@@ -31,7 +31,7 @@ from langgraph.checkpoint.otel import (
     telemetry,
     uninstrument,
 )
-from langgraph.checkpoint.otel.saver import MIRRORED_METHODS, overrides, wrapper_type
+from langgraph.checkpoint.otel.saver import CORE_METHODS, MIRRORED_METHODS, overrides, wrapper_type
 
 
 class Count(TypedDict):
@@ -65,14 +65,52 @@ def history(saver: BaseCheckpointSaver[Any], thread: str = "t") -> list[tuple[An
 # --- delegation -------------------------------------------------------------------------------
 
 
+class ProxySaver(BaseCheckpointSaver[Any]):
+    """A saver that provides its methods dynamically, like LangGraph's own test saver
+    `MemorySaverNeedsPendingSendsMigration`: only `get_tuple` is defined on its type."""
+
+    def __init__(self) -> None:
+        self.saver = InMemorySaver()
+
+    def __getattribute__(self, name: str) -> Any:
+        if name in ("saver", "__class__", "get_tuple"):
+            return object.__getattribute__(self, name)
+        return getattr(self.saver, name)
+
+    def get_tuple(self, config: Any) -> Any:
+        return self.saver.get_tuple(config)
+
+
 @pytest.mark.parametrize("saver_type", [InMemorySaver, SqliteSaver, AsyncSqliteSaver])
 def test_wrapper_type_mirrors_exactly_the_inner_capabilities(saver_type: type) -> None:
-    cls = wrapper_type(saver_type)
+    inner = saver_type.__new__(saver_type)  # capabilities are the type's: no connection needed
+    cls = wrapper_type(inner)
     for method in MIRRORED_METHODS:
         assert overrides(cls, method) == overrides(saver_type, method), method
+    for method in CORE_METHODS:
+        assert overrides(cls, method), method
     assert "task_path" in inspect.signature(cls.put_writes).parameters
-    if overrides(saver_type, "aput_writes"):
-        assert "task_path" in inspect.signature(cls.aput_writes).parameters
+    assert "task_path" in inspect.signature(cls.aput_writes).parameters
+
+
+def test_a_proxy_saver_works_wrapped_as_bare_and_its_dynamic_capabilities_count(
+    otel: OTel,
+) -> None:
+    proxy = ProxySaver()
+    assert not overrides(type(proxy), "put") and not overrides(type(proxy), "copy_thread")
+    saver = instrument(proxy, tracer_provider=otel.tracer_provider)
+    # InMemorySaver's optional capability, reached only through the proxy's __getattribute__
+    assert overrides(type(saver), "get_delta_channel_history")
+    assert not overrides(type(saver), "copy_thread")  # InMemorySaver has none
+    graph = counter_graph(saver)
+    assert graph.invoke({"n": 0}, config()) == {"n": 2}
+    bare = counter_graph(ProxySaver())
+    assert bare.invoke({"n": 0}, config()) == {"n": 2}
+    assert history(saver) == history(bare.checkpointer)
+    saver.get_delta_channel_history(config=config(), channels=["n"])  # type: ignore[attr-defined]
+    assert {"langgraph.checkpoint.put", "langgraph.checkpoint.get_delta_channel_history"} <= set(
+        otel.span_names()
+    )
 
 
 def test_instrumenting_twice_returns_the_same_wrapper_and_uninstrument_returns_inner() -> None:
@@ -144,7 +182,7 @@ def test_inner_saver_exception_propagates_as_the_same_object(otel: OTel) -> None
         counter_graph(saver).invoke({"n": 0}, config(), durability="sync")
     assert caught.value is inner.raised[0]
     failed = [s for s in otel.spans() if s.status.status_code.name == "ERROR"]
-    assert [s.name for s in failed] == [names.SPAN_PUT]
+    assert [s.name for s in failed] == [names.SPAN_PUT, names.SPAN_RUN]
     assert failed[0].attributes[names.ERROR_TYPE] == "DiskFull"
     assert "disk full" not in str(failed[0].status.description)  # no exception message
     errors = [

@@ -17,7 +17,12 @@ from langgraph.checkpoint.otel.hashing import serde_fallback
 from langgraph.checkpoint.otel.instrumentor import LangGraphCheckpointInstrumentor
 from langgraph.checkpoint.otel.observer import CheckpointObserver
 from langgraph.checkpoint.otel.options import InstrumentOptions
-from langgraph.checkpoint.otel.saver import InstrumentedSaver, wrapper_type
+from langgraph.checkpoint.otel.saver import (
+    InstrumentedSaver,
+    astored_history,
+    stored_history,
+    wrapper_type,
+)
 from langgraph.checkpoint.otel.telemetry import PACKAGE_VERSION as __version__
 
 __all__ = [
@@ -25,8 +30,10 @@ __all__ = [
     "InstrumentedSaver",
     "LangGraphCheckpointInstrumentor",
     "__version__",
+    "astored_history",
     "instrument",
     "is_instrumented",
+    "stored_history",
     "uninstrument",
 ]
 
@@ -59,7 +66,7 @@ def instrument(
         meter_provider,
         fallback_encoder=serde_fallback(saver.serde),
     )
-    return wrapper_type(type(saver))(saver, observer)
+    return wrapper_type(saver)(saver, observer)
 
 
 def uninstrument(saver: BaseCheckpointSaver[Any]) -> BaseCheckpointSaver[Any]:

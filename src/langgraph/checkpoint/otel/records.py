@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeGuard
 
 from langgraph.checkpoint.serde.types import ERROR, INTERRUPT, RESUME
 
@@ -132,7 +132,7 @@ class StoredTelemetry:
 def read_stored_telemetry(metadata: Mapping[str, Any] | None) -> StoredTelemetry | None:
     """The wrapper's stored telemetry in checkpoint metadata; None if absent or foreign."""
     value = (metadata or {}).get(names.METADATA_KEY)
-    if not isinstance(value, Mapping) or value.get(names.META_FORMAT) != names.META_FORMAT_VERSION:
+    if not _is_stored_telemetry(value):
         return None
     channels: dict[str, tuple[str, int]] = {}
     raw_channels = value.get(names.META_CHANNELS)
@@ -155,6 +155,21 @@ def read_stored_telemetry(metadata: Mapping[str, Any] | None) -> StoredTelemetry
     return StoredTelemetry(
         state_hash if isinstance(state_hash, str) else None, channels, nodes, carrier, resume
     )
+
+
+def without_stored_telemetry(metadata: Mapping[str, Any] | None) -> Any:
+    """`metadata` without the wrapper's stored telemetry (the same object when it has none).
+
+    Only a value in the wrapper's own format is removed: a user's own value under the key is
+    kept, as the wrapper then stores nothing there.
+    """
+    if not metadata or not _is_stored_telemetry(metadata.get(names.METADATA_KEY)):
+        return metadata
+    return {k: v for k, v in metadata.items() if k != names.METADATA_KEY}
+
+
+def _is_stored_telemetry(value: Any) -> TypeGuard[Mapping[str, Any]]:
+    return isinstance(value, Mapping) and value.get(names.META_FORMAT) == names.META_FORMAT_VERSION
 
 
 # --- checkpoint records: what detectors, diffs, the inspector and the harness read ----------

@@ -1,9 +1,14 @@
 """The instrumented saver: delegates every call to an inner saver and reports it.
 
 The wrapper does not subclass the inner saver's type (InMemorySaver.aput calls self.put: one
-logical call must give one span). Instead, for each inner type a wrapper type is built that
-defines exactly the checkpointer methods the inner type overrides, so capability detection
-(LangGraph's and the conformance suite's) sees the inner saver's true capabilities.
+logical call must give one span). The core methods (loads, listings, writes, delete_thread,
+sync and async) always delegate to the inner instance. The optional capabilities are mirrored:
+for each inner saver a wrapper type is built that defines exactly the optional methods the
+inner saver really provides (by its type, or dynamically, as a proxy does), so capability
+detection (LangGraph's and the conformance suite's) sees the inner saver's true capabilities.
+
+What the wrapper returns carries exactly the metadata the app and LangGraph wrote: the
+wrapper's own stored telemetry is hidden from its callers (`stored_history` reads it).
 """
 
 from __future__ import annotations
@@ -38,6 +43,7 @@ from langgraph.checkpoint.otel.observer import (
     latest_config,
 )
 from langgraph.checkpoint.otel.pregel_signals import run_start
+from langgraph.checkpoint.otel.records import without_stored_telemetry
 from langgraph.checkpoint.otel.watch import ReferenceWalk
 
 Saver = BaseCheckpointSaver[Any]
@@ -89,24 +95,9 @@ class InstrumentedSaver(BaseCheckpointSaver[Any]):
         inner = self.inner.with_allowlist(extra_allowlist)
         if inner is self.inner:
             return self
-        return wrapper_type(type(inner))(inner, self.observer)
+        return wrapper_type(inner)(inner, self.observer)
 
-
-class _Delegation:
-    """Instrumented implementations of every checkpointer method, picked per inner type."""
-
-    inner: Saver
-    observer: CheckpointObserver
-
-    # --- loads ------------------------------------------------------------------------------
-
-    def get(self, config: RunnableConfig) -> Checkpoint | None:
-        with self.observer.load(config) as call:
-            return cast(Checkpoint | None, call.done(self.inner.get(config)))
-
-    async def aget(self, config: RunnableConfig) -> Checkpoint | None:
-        with self.observer.load(config) as call:
-            return cast(Checkpoint | None, call.done(await self.inner.aget(config)))
+    # --- core methods: always delegated to the inner instance ------------------------------
 
     def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
         with self.observer.load(config, run_start(sys._getframe(1))) as call:
@@ -116,7 +107,7 @@ class _Delegation:
             if call.walk is not None:
                 drive = self.observer.telemetry.guard
                 drive("read reference branch", _drive, call.walk, self.inner.get_tuple)
-            return loaded
+            return None if loaded is None else _visible(loaded)
 
     async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
         with self.observer.load(config, run_start(sys._getframe(1))) as call:
@@ -130,7 +121,7 @@ class _Delegation:
                     await _adrive(call.walk, self.inner.aget_tuple)
                 except Exception as exc:
                     self.observer.telemetry.fault("read reference branch", exc)
-            return loaded
+            return None if loaded is None else _visible(loaded)
 
     def list(
         self,
@@ -143,7 +134,7 @@ class _Delegation:
         with self.observer.listing(config, limit) as call:
             for item in self.inner.list(config, filter=filter, before=before, limit=limit):
                 call.results += 1
-                yield item
+                yield _visible(item)
 
     async def alist(
         self,
@@ -156,9 +147,7 @@ class _Delegation:
         with self.observer.listing(config, limit) as call:
             async for item in self.inner.alist(config, filter=filter, before=before, limit=limit):
                 call.results += 1
-                yield item
-
-    # --- writes -----------------------------------------------------------------------------
+                yield _visible(item)
 
     def put(
         self,
@@ -200,8 +189,6 @@ class _Delegation:
         with self.observer.put_writes(config, writes, task_id, task_path):
             await self.inner.aput_writes(config, writes, task_id, task_path)
 
-    # --- maintenance ------------------------------------------------------------------------
-
     def delete_thread(self, thread_id: str) -> None:
         with self.observer.maintenance(*_delete_thread(thread_id)):
             self.inner.delete_thread(thread_id)
@@ -209,6 +196,49 @@ class _Delegation:
     async def adelete_thread(self, thread_id: str) -> None:
         with self.observer.maintenance(*_delete_thread(thread_id)):
             await self.inner.adelete_thread(thread_id)
+
+
+def _visible(tup: CheckpointTuple) -> CheckpointTuple:
+    """`tup` as its caller must see it: with the metadata the app and LangGraph wrote."""
+    metadata = without_stored_telemetry(tup.metadata)
+    return tup if metadata is tup.metadata else tup._replace(metadata=metadata)
+
+
+def stored_history(
+    saver: Saver, config: RunnableConfig | None, **list_options: Any
+) -> list[CheckpointTuple]:
+    """A thread's stored checkpoints with the wrapper's telemetry (for offline readers).
+
+    Reads through the inner saver of an instrumented `saver` (no span), so the tuples keep
+    the metadata the wrapper stored; pass them to `records.history_records`.
+    """
+    inner = saver.inner if isinstance(saver, InstrumentedSaver) else saver
+    return list(inner.list(config, **list_options))
+
+
+async def astored_history(
+    saver: Saver, config: RunnableConfig | None, **list_options: Any
+) -> list[CheckpointTuple]:
+    """The async twin of `stored_history`."""
+    inner = saver.inner if isinstance(saver, InstrumentedSaver) else saver
+    return [item async for item in inner.alist(config, **list_options)]
+
+
+class _Capabilities:
+    """Instrumented implementations of the optional checkpointer methods, mirrored per saver."""
+
+    inner: Saver
+    observer: CheckpointObserver
+
+    def get(self, config: RunnableConfig) -> Checkpoint | None:
+        with self.observer.load(config) as call:
+            return cast(Checkpoint | None, call.done(self.inner.get(config)))
+
+    async def aget(self, config: RunnableConfig) -> Checkpoint | None:
+        with self.observer.load(config) as call:
+            return cast(Checkpoint | None, call.done(await self.inner.aget(config)))
+
+    # --- maintenance ------------------------------------------------------------------------
 
     def delete_for_runs(self, run_ids: Sequence[str]) -> None:
         with self.observer.maintenance(*_delete_for_runs(run_ids)):
@@ -304,10 +334,16 @@ def _delta_history(config: RunnableConfig) -> Maintenance:
 
 MIRRORED_METHODS: tuple[str, ...] = tuple(
     name
-    for name, value in vars(_Delegation).items()
+    for name, value in vars(_Capabilities).items()
     if callable(value) and not name.startswith("_")
 )
-"""Checkpointer methods the wrapper defines exactly where the inner saver's type does."""
+"""Optional checkpointer methods the wrapper defines exactly where the inner saver has them."""
+
+CORE_METHODS: tuple[str, ...] = (
+    "get_tuple", "aget_tuple", "list", "alist", "put", "aput",
+    "put_writes", "aput_writes", "delete_thread", "adelete_thread",
+)  # fmt: skip
+"""Checkpointer methods the wrapper always defines and delegates to the inner instance."""
 
 
 def overrides(saver_type: type, method: str) -> bool:
@@ -315,19 +351,32 @@ def overrides(saver_type: type, method: str) -> bool:
     return getattr(saver_type, method, None) is not getattr(BaseCheckpointSaver, method, None)
 
 
-_WRAPPER_TYPES: dict[type, type[InstrumentedSaver]] = {}
-"""One wrapper type per inner saver type (bounded by the saver classes a program defines)."""
+def provides(saver: object, method: str) -> bool:
+    """Whether `saver` really provides `method`: by its type, or dynamically (a proxy's
+    ``__getattribute__``/``__getattr__``) with an implementation other than the base one."""
+    if overrides(type(saver), method):
+        return True
+    try:
+        bound = getattr(saver, method)
+    except Exception:
+        return False
+    return getattr(bound, "__func__", bound) is not getattr(BaseCheckpointSaver, method, None)
 
 
-def wrapper_type(inner_type: type) -> type[InstrumentedSaver]:
-    """The instrumented wrapper type mirroring the capabilities of `inner_type`."""
-    cached = _WRAPPER_TYPES.get(inner_type)
+_WRAPPER_TYPES: dict[tuple[type, frozenset[str]], type[InstrumentedSaver]] = {}
+"""One wrapper type per inner saver type and capability set (bounded by the program's types)."""
+
+
+def wrapper_type(inner: object) -> type[InstrumentedSaver]:
+    """The instrumented wrapper type mirroring the optional capabilities of `inner`."""
+    inner_type = type(inner)
+    mirrored = frozenset(name for name in MIRRORED_METHODS if provides(inner, name))
+    key = (inner_type, mirrored)
+    cached = _WRAPPER_TYPES.get(key)
     if cached is not None:
         return cached
-    namespace = {
-        name: vars(_Delegation)[name] for name in MIRRORED_METHODS if overrides(inner_type, name)
-    }
+    namespace: dict[str, Any] = {name: vars(_Capabilities)[name] for name in sorted(mirrored)}
     namespace["__doc__"] = f"{InstrumentedSaver.__doc__}\n\nMirrors {inner_type.__qualname__}."
     namespace["__module__"] = __name__
     built = type(f"Instrumented{inner_type.__name__}", (InstrumentedSaver,), namespace)
-    return _WRAPPER_TYPES.setdefault(inner_type, built)
+    return _WRAPPER_TYPES.setdefault(key, built)

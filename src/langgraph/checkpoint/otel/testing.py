@@ -68,6 +68,7 @@ from langgraph.checkpoint.otel.records import (
     CheckpointRecord,
     history_records,
 )
+from langgraph.checkpoint.otel.saver import astored_history, stored_history
 
 __all__ = [
     "DuplicateToolCall",
@@ -857,7 +858,7 @@ def _perform_sync(
         return op.run.graph.invoke(op.input, op.run.config, interrupt_before=interrupt)
     if isinstance(op, _GetNext):
         return _next_of(op.run.graph.get_state(op.run.config))
-    tuples = list(op.run.saver.list({"configurable": {"thread_id": op.run.thread_id}}))
+    tuples = stored_history(op.run.saver, {"configurable": {"thread_id": op.run.thread_id}})
     values = dict(op.run.graph.get_state(op.run.config).values)
     return _history(tuples, values, op.run.saver, messages_channel)
 
@@ -879,7 +880,7 @@ async def _perform_async(
     if isinstance(op, _GetNext):
         return _next_of(await op.run.graph.aget_state(op.run.config))
     thread = {"configurable": {"thread_id": op.run.thread_id}}
-    tuples = [t async for t in op.run.saver.alist(thread)]  # type: ignore[arg-type]
+    tuples = await astored_history(op.run.saver, thread)  # type: ignore[arg-type]
     values = dict((await op.run.graph.aget_state(op.run.config)).values)
     return _history(tuples, values, op.run.saver, messages_channel)
 
