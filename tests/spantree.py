@@ -21,6 +21,8 @@ DEFAULT_KEYS: tuple[str, ...] = (
     "langgraph.task.outcome",
     "langgraph.writes.channels",
     "error.type",
+    "langgraph.graph.name",
+    "langgraph.run.outcome",
 )
 
 

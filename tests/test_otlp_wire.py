@@ -297,8 +297,15 @@ def assert_far_side(received: Received, thread_id: str) -> None:
     assert attrs(link.attributes)[names.LINK_TYPE] == "checkpoint_writer"
     writer_ids = {(s.trace_id, s.span_id) for s in by_name[names.SPAN_PUT]}
     assert (link.trace_id, link.span_id) in writer_ids
-    # saver calls succeeded: no span is an error (the node's failure is a task outcome)
-    assert all(s.status.code != Status.STATUS_CODE_ERROR for _, _, s in spans)
+    # saver calls succeeded: no checkpointer span is an error (the node's failure is a task
+    # outcome); the runs the library opened end with their outcomes, the failed one in error
+    saver_spans = [s for _, _, s in spans if s.name != names.SPAN_RUN]
+    assert all(s.status.code != Status.STATUS_CODE_ERROR for s in saver_spans)
+    runs = [attrs(s.attributes) for s in by_name[names.SPAN_RUN]]
+    assert sorted(a[names.RUN_OUTCOME] for a in runs) == ["error", "finished"]
+    # each run is one trace: every span is in the trace of a run span
+    run_traces = {s.trace_id for s in by_name[names.SPAN_RUN]}
+    assert {s.trace_id for _, _, s in spans} == run_traces
     assert all(s.kind == s.SPAN_KIND_INTERNAL for _, _, s in spans)
 
     points = received.metric_points()
@@ -315,7 +322,8 @@ def assert_far_side(received: Received, thread_id: str) -> None:
     ops = {attrs(p.attributes)[names.OPERATION] for _, _, _, p in duration}
     assert {"put", "put_writes", "get", "resume"} <= ops
     assert {attrs(p.attributes)[names.SAVER] for _, _, _, p in duration} == {"InMemorySaver"}
-    assert sum(p.count for _, _, _, p in duration) >= len(spans)
+    # one duration per checkpointer call (run spans are not checkpointer calls)
+    assert sum(p.count for _, _, _, p in duration) >= len(saver_spans)
 
     size = points[names.METRIC_CHECKPOINT_SIZE]
     assert {m.unit for _, _, m, _ in size} == {"By"}

@@ -14,7 +14,7 @@ from langgraph.graph.message import add_messages
 from langgraph.types import Command, Send, interrupt
 
 from helpers import OTel
-from langgraph.checkpoint.otel import instrument, names
+from langgraph.checkpoint.otel import instrument, names, stored_history
 from spantree import render
 
 
@@ -55,16 +55,17 @@ def config(thread: str = "t1") -> Any:
 INPUT = {"messages": [HumanMessage("weather?")], "count": 0}
 
 AGENT_TREE = """\
-get
-put step=-1 source=input nodes=[] channels_changed=[]
-put_writes node=__start__ outcome=ok channels=[branch:to:agent,count,messages]
-put step=0 source=loop nodes=[__start__] channels_changed=[count,messages]
-put_writes node=agent outcome=ok channels=[branch:to:tools,count,messages]
-put step=1 source=loop nodes=[agent] channels_changed=[count,messages]
-put_writes node=tools outcome=ok channels=[branch:to:answer,messages]
-put step=2 source=loop nodes=[tools] channels_changed=[messages]
-put_writes node=answer outcome=ok channels=[count,messages]
-put step=3 source=loop nodes=[answer] channels_changed=[count,messages]"""
+langgraph.run name=LangGraph outcome=finished
+  get
+  put step=-1 source=input nodes=[] channels_changed=[]
+  put_writes node=__start__ outcome=ok channels=[branch:to:agent,count,messages]
+  put step=0 source=loop nodes=[__start__] channels_changed=[count,messages]
+  put_writes node=agent outcome=ok channels=[branch:to:tools,count,messages]
+  put step=1 source=loop nodes=[agent] channels_changed=[count,messages]
+  put_writes node=tools outcome=ok channels=[branch:to:answer,messages]
+  put step=2 source=loop nodes=[tools] channels_changed=[messages]
+  put_writes node=answer outcome=ok channels=[count,messages]
+  put step=3 source=loop nodes=[answer] channels_changed=[count,messages]"""
 
 
 def test_span_tree_of_an_agent_run(otel: OTel, tmp_path: Any) -> None:
@@ -96,8 +97,9 @@ def test_put_span_attributes_and_channel_events(otel: OTel) -> None:
     assert attrs[names.SAVER] == "InMemorySaver"
     assert attrs[names.OPERATION] == "put"
     assert attrs[names.VERSION] >= 1
-    # the stored hashes are the ones on the span
-    meta = stored.metadata[names.METADATA_KEY]
+    # the stored hashes are the ones on the span; callers of the wrapper do not see them
+    assert names.METADATA_KEY not in stored.metadata
+    meta = stored_history(saver, config("thread-a"), limit=1)[0].metadata[names.METADATA_KEY]
     assert attrs[names.STATE_HASH] == meta["state_hash"]
     assert attrs[names.SIZE_BYTES] == sum(size for _, size in meta["channels"].values())
     events = {e.attributes["langgraph.channel.name"]: e.attributes for e in last.events}
@@ -206,7 +208,8 @@ def test_node_error_is_an_error_write_not_an_error_span(otel: OTel) -> None:
     with pytest.raises(Boom):
         builder.compile(checkpointer=saver).invoke({"n": 0}, config(), durability="sync")
     assert render(otel.spans(), keys=["langgraph.task.node", "langgraph.task.outcome"]) == (
-        "get\nput\nput_writes node=__start__ outcome=ok\nput\nput_writes node=fail outcome=error"
+        "langgraph.run ERROR\n  get\n  put\n  put_writes node=__start__ outcome=ok\n  put\n"
+        "  put_writes node=fail outcome=error"
     )
 
 

@@ -20,6 +20,8 @@ SPAN_DELETE_FOR_RUNS: Final = "langgraph.checkpoint.delete_for_runs"
 SPAN_COPY_THREAD: Final = "langgraph.checkpoint.copy_thread"
 SPAN_PRUNE: Final = "langgraph.checkpoint.prune"
 SPAN_GET_DELTA_CHANNEL_HISTORY: Final = "langgraph.checkpoint.get_delta_channel_history"
+SPAN_RUN: Final = "langgraph.run"
+"""A graph run, opened by the library where no span is current when the run starts."""
 
 # --- common attributes ------------------------------------------------------------------------
 THREAD_ID: Final = "langgraph.thread_id"
@@ -29,6 +31,11 @@ CHECKPOINT_ID: Final = "langgraph.checkpoint.id"
 SAVER: Final = "langgraph.saver"
 OPERATION: Final = "langgraph.operation"
 ERROR_TYPE: Final = "error.type"
+
+# --- run (the library's own run span) --------------------------------------------------------
+GRAPH_NAME: Final = "langgraph.graph.name"
+RUN_OUTCOME: Final = "langgraph.run.outcome"
+"""finished | interrupted | error"""
 
 # --- put --------------------------------------------------------------------------------------
 PARENT_ID: Final = "langgraph.checkpoint.parent_id"
@@ -70,6 +77,9 @@ RESUME_FROM_CHECKPOINT_ID: Final = "langgraph.resume.from_checkpoint_id"
 RESUME_CHECKPOINT_AGE_S: Final = "langgraph.resume.checkpoint_age_s"
 RESUME_PENDING_WRITES: Final = "langgraph.resume.pending_writes"
 RESUME_TASKS: Final = "langgraph.resume.tasks"
+RESUME_WRITER_TRACE_ID: Final = "langgraph.resume.writer.trace_id"
+"""Trace id (hex) of the put span that wrote the loaded checkpoint, beside the span link."""
+RESUME_WRITER_SPAN_ID: Final = "langgraph.resume.writer.span_id"
 LINK_TYPE: Final = "langgraph.link.type"
 
 # --- divergence -------------------------------------------------------------------------------
@@ -78,6 +88,8 @@ EVENT_DIVERGENCE: Final = "langgraph.divergence"
 DIVERGENCE_KIND: Final = "langgraph.divergence.kind"
 DIVERGENCE_STEP: Final = "langgraph.divergence.step"
 DIVERGENCE_REFERENCE_CHECKPOINT_ID: Final = "langgraph.divergence.reference_checkpoint_id"
+DIVERGENCE_NODE: Final = "langgraph.divergence.node"
+"""The node(s) that produced the diverging write, comma separated."""
 DIVERGENCE_CHANNEL: Final = "langgraph.divergence.channel"
 DIVERGENCE_EXPECTED: Final = "langgraph.divergence.expected"
 DIVERGENCE_ACTUAL: Final = "langgraph.divergence.actual"

@@ -36,6 +36,7 @@ from langgraph.checkpoint.otel.lineage import (
     parse_carrier,
 )
 from langgraph.checkpoint.otel.options import InstrumentOptions
+from langgraph.checkpoint.otel.pregel_signals import LoopRun, RunOutcome
 from langgraph.checkpoint.otel.records import (
     PSEUDO_NODES,
     TASKS_CHANNEL,
@@ -50,7 +51,7 @@ from langgraph.checkpoint.otel.records import (
     task_outcome,
 )
 from langgraph.checkpoint.otel.summary import summarize
-from langgraph.checkpoint.otel.telemetry import Operation, Telemetry
+from langgraph.checkpoint.otel.telemetry import Operation, RunTrace, Telemetry
 from langgraph.checkpoint.otel.watch import DivergenceWatch, ReferenceWalk
 
 
@@ -59,6 +60,14 @@ class _SeenCheckpoint:
     id: str
     versions_seen: Mapping[str, Mapping[str, Any]]
     sends: list[str]
+
+
+@dataclass(slots=True)
+class _Run:
+    """A graph run in progress on one (thread, namespace): its trace and its loop."""
+
+    trace: RunTrace | None
+    loop: LoopRun
 
 
 @dataclass(slots=True)
@@ -86,6 +95,7 @@ class LoadCall:
 
     op: Operation | None = None
     run: RunStart | None = None
+    run_trace: RunTrace | None = None
     config: RunnableConfig | None = None
     walk: ReferenceWalk | None = None
     """After a fork: the reference-branch reads the saver must drive (see `watch`)."""
@@ -126,6 +136,12 @@ def config_attributes(config: RunnableConfig | None) -> dict[str, AttributeValue
     return attributes
 
 
+def _enclosing_scope(scope: Scope) -> Scope:
+    """The scope of the graph a subgraph's namespace (``parent:task|child:task``) runs in."""
+    thread_id, ns = scope
+    return (thread_id, ns.rsplit("|", 1)[0] if "|" in ns else "")
+
+
 def _scope(config: RunnableConfig) -> Scope:
     configurable = config.get("configurable") or {}
     return (str(configurable.get("thread_id", "")), str(configurable.get("checkpoint_ns", "")))
@@ -153,6 +169,7 @@ class CheckpointObserver:
         self._resumed_from: BoundedDict[Scope, tuple[str, str]] = BoundedDict(
             options.hash_cache_size
         )
+        self._runs: BoundedDict[Scope, _Run] = BoundedDict(options.hash_cache_size)
         self._watch = DivergenceWatch(options.divergence, messages_channel=options.messages_channel)
 
     def active(self) -> bool:
@@ -177,7 +194,8 @@ class CheckpointObserver:
         attributes = config_attributes(config)
         attributes.pop(names.CHECKPOINT_ID, None)
         attributes[names.CHECKPOINT_ID] = str(checkpoint.get("id", ""))
-        with self.telemetry.operation(names.SPAN_PUT, "put", attributes) as op:
+        run = self._run_trace(_scope(config))
+        with self.telemetry.operation(names.SPAN_PUT, "put", attributes, run=run) as op:
             self.telemetry.guard(
                 "describe put", self._describe_put, op, call, config, checkpoint, new_versions
             )
@@ -198,8 +216,8 @@ class CheckpointObserver:
         scope = _scope(config)
         parent_id = (config.get("configurable") or {}).get("checkpoint_id")
         values = checkpoint.get("channel_values") or {}
-        nodes = self._nodes_applied(scope, parent_id, checkpoint)
         metadata = call.metadata
+        nodes = self._nodes_applied(scope, parent_id, checkpoint, metadata.get("source"))
         attributes: dict[str, AttributeValue] = {
             names.NODES: nodes,
             names.CHANNELS_CHANGED: sorted(c for c in new_versions if is_state_channel(c)),
@@ -287,6 +305,8 @@ class CheckpointObserver:
             }
             if finding.step is not None:
                 event[names.DIVERGENCE_STEP] = finding.step
+            if finding.node is not None:
+                event[names.DIVERGENCE_NODE] = finding.node
             if finding.channel is not None:
                 event[names.DIVERGENCE_CHANNEL] = finding.channel
             if finding.expected is not None:
@@ -297,21 +317,26 @@ class CheckpointObserver:
             self.telemetry.count_divergence(finding.kind)
 
     def _nodes_applied(
-        self, scope: Scope, parent_id: str | None, checkpoint: Checkpoint
+        self, scope: Scope, parent_id: str | None, checkpoint: Checkpoint, source: Any
     ) -> list[str]:
-        versions_seen = checkpoint.get("versions_seen") or {}
-        values = checkpoint.get("channel_values") or {}
+        """The nodes whose writes the checkpoint applies: the tasks that wrote on its parent,
+        nodes whose `versions_seen` moved, and (a loop step) the parent's `Send` targets, which
+        all ran in the step. A fork copy applies none."""
         with self._lock:
             previous = self._last_put.get(scope)
-            self._last_put[scope] = _SeenCheckpoint(
-                str(checkpoint.get("id", "")),
-                versions_seen,
-                send_targets(values.get(TASKS_CHANNEL)),
-            )
+            self._last_put[scope] = _seen(checkpoint)
             writers = self._writers.get((*scope, str(parent_id)), set())
+        if source == "fork":
+            return []
         nodes = set(writers)
         if previous is not None and parent_id is not None and previous.id == parent_id:
-            nodes.update(nodes_from_versions_seen(previous.versions_seen, versions_seen))
+            nodes.update(
+                nodes_from_versions_seen(
+                    previous.versions_seen, checkpoint.get("versions_seen") or {}
+                )
+            )
+            if source == "loop":
+                nodes.update(previous.sends)
         return sorted(nodes)
 
     def _channel_events(
@@ -357,7 +382,8 @@ class CheckpointObserver:
         )
         if described is not None:
             attributes.update(described)
-        with self.telemetry.operation(names.SPAN_PUT_WRITES, "put_writes", attributes):
+        run = self._run_trace(_scope(config))
+        with self.telemetry.operation(names.SPAN_PUT_WRITES, "put_writes", attributes, run=run):
             yield
         if described is not None:
             self.telemetry.count_task_outcome(
@@ -378,6 +404,9 @@ class CheckpointObserver:
             seen = self._last_put.get(scope)
             sends = seen.sends if seen is not None and seen.id == checkpoint_id else []
             node = node_of_task(task_id, task_path, sends)
+            if node is None and (run := self._runs.get(scope)) is not None:
+                # a task whose checkpoint's put is not seen yet (durability `async`)
+                node = run.loop.task_node(task_id)
             if node is not None and node not in PSEUDO_NODES:
                 key = (*scope, checkpoint_id)
                 writers = self._writers.get(key) or set()
@@ -395,17 +424,69 @@ class CheckpointObserver:
     # --- reads and maintenance --------------------------------------------------------------
 
     @contextmanager
-    def load(self, config: RunnableConfig, run: RunStart | None = None) -> Iterator[LoadCall]:
+    def load(self, config: RunnableConfig, run: LoopRun | None = None) -> Iterator[LoadCall]:
         """Observe a load (get / get_tuple); `LoadCall.done(result)` reports the result.
 
-        `run` is set when the load starts a run (see `pregel_signals.run_start`): then a load
-        of an existing checkpoint is a resume, renamed `langgraph.checkpoint.resume`.
+        `run` is set when the load starts a run (see `pregel_signals.run_start`): then the run
+        begins (its trace, see `_begin_run`), and a load of an existing checkpoint is a resume,
+        renamed `langgraph.checkpoint.resume`.
         """
         if not self.active():
             yield LoadCall()
             return
-        with self.telemetry.operation(names.SPAN_GET, "get", config_attributes(config)) as op:
-            yield LoadCall(op, run, config, _finish=self._describe_load)
+        run_trace = None
+        if run is not None:
+            run_trace = self.telemetry.guard("begin run", self._begin_run, config, run)
+        with self.telemetry.operation(
+            names.SPAN_GET, "get", config_attributes(config), run=run_trace
+        ) as op:
+            yield LoadCall(
+                op, run.start if run else None, run_trace, config, _finish=self._describe_load
+            )
+
+    def _begin_run(self, config: RunnableConfig, loop: LoopRun) -> RunTrace:
+        """Open the run's trace and remember it for the spans of its (thread, namespace) until
+        the loop exits."""
+        scope = _scope(config)
+        attributes = {
+            k: v
+            for k, v in config_attributes(config).items()
+            if k in (names.THREAD_ID, names.CONVERSATION_ID)
+        }
+        if loop.graph_name is not None:
+            attributes[names.GRAPH_NAME] = loop.graph_name
+        with self._lock:
+            enclosing = self._runs.get(_enclosing_scope(scope)) if scope[1] else None
+        trace = self.telemetry.begin_run(
+            attributes,
+            parent=enclosing.trace if enclosing is not None else None,
+            activate=not loop.is_async,
+        )
+        run = _Run(trace, loop)
+        with self._lock:
+            self._runs[scope] = run
+
+        def ended(outcome: RunOutcome, error: BaseException | None) -> None:
+            self.telemetry.guard("end run", self._end_run, scope, run, outcome, error)
+
+        if not loop.on_exit(ended):
+            ended("finished", None)
+        assert run.trace is not None
+        return run.trace
+
+    def _end_run(
+        self, scope: Scope, run: _Run, outcome: RunOutcome, error: BaseException | None
+    ) -> None:
+        with self._lock:
+            if self._runs.get(scope) is run:
+                del self._runs[scope]
+        if run.trace is not None:
+            self.telemetry.end_run(run.trace, outcome, error)
+
+    def _run_trace(self, scope: Scope) -> RunTrace | None:
+        with self._lock:
+            run = self._runs.get(scope)
+        return run.trace if run is not None else None
 
     def _describe_load(self, call: LoadCall, result: Any, latest: Any) -> None:
         op = call.op
@@ -420,8 +501,13 @@ class CheckpointObserver:
             writer = parse_carrier(stored.carrier if stored else None)
             if writer is not None:
                 op.link(writer, {names.LINK_TYPE: LINK_CHECKPOINT_WRITER})
+                attributes[names.RESUME_WRITER_TRACE_ID] = f"{writer.trace_id:032x}"
+                attributes[names.RESUME_WRITER_SPAN_ID] = f"{writer.span_id:016x}"
+            if call.run_trace is not None:
+                call.run_trace.set({names.RESUME_KIND: resume.kind})
             scope = _scope(result.config)
             with self._lock:
+                self._last_put[scope] = _seen(result.checkpoint)
                 self._watch.start(scope, resume, result)
                 if resume.kind == "fork":
                     call.walk = self._watch.reference_walk(scope, result, latest)
@@ -483,6 +569,15 @@ class CheckpointObserver:
 
 
 LINK_CHECKPOINT_WRITER = "checkpoint_writer"
+
+
+def _seen(checkpoint: Checkpoint) -> _SeenCheckpoint:
+    values = checkpoint.get("channel_values") or {}
+    return _SeenCheckpoint(
+        str(checkpoint.get("id", "")),
+        checkpoint.get("versions_seen") or {},
+        send_targets(values.get(TASKS_CHANNEL)),
+    )
 
 
 def _loaded_attributes(result: Any) -> dict[str, AttributeValue]:

@@ -16,6 +16,7 @@ from typing import Any, TypeVar
 
 from opentelemetry import context as otel_context
 from opentelemetry import metrics, trace
+from opentelemetry.context import Context
 from opentelemetry.instrumentation.utils import is_instrumentation_enabled
 from opentelemetry.metrics import MeterProvider, NoOpMeterProvider
 from opentelemetry.trace import (
@@ -66,6 +67,7 @@ class Operation:
     __slots__ = (
         "_activate",
         "_attributes",
+        "_run",
         "_span_name",
         "_started",
         "_token",
@@ -81,6 +83,7 @@ class Operation:
         span_name: str,
         attributes: Attributes,
         activate: bool = True,
+        run: RunTrace | None = None,
     ) -> None:
         self.telemetry = telemetry
         self.name = name
@@ -88,6 +91,7 @@ class Operation:
         self._span_name = span_name
         self._attributes = attributes
         self._activate = activate
+        self._run = run
         self._token: object | None = None
         self._started = 0.0
 
@@ -97,6 +101,7 @@ class Operation:
         try:
             self.span = telemetry.tracer.start_span(
                 self._span_name,
+                context=self._run.parent() if self._run is not None else None,
                 kind=SpanKind.INTERNAL,
                 attributes={
                     **self._attributes,
@@ -162,6 +167,38 @@ class Operation:
         return TraceContext(
             ctx.trace_id, ctx.span_id, int(ctx.trace_flags), ctx.trace_state.to_header()
         )
+
+
+class RunTrace:
+    """The trace of one graph run: the span current when it started, or a `langgraph.run`
+    span the library opened because none was.
+
+    Spans of the run started where no span is current (the pending writes of tasks that
+    LangGraph saves from worker threads, every span of an async run the library opened) get
+    the run's context as parent.
+    """
+
+    __slots__ = ("context", "restore", "span")
+
+    def __init__(
+        self, context: Context, span: Span | None = None, restore: Context | None = None
+    ) -> None:
+        self.context = context
+        self.span = span
+        self.restore = restore
+        """The context to make current again when the run ends (where the run span was made
+        current: sync runs)."""
+
+    def parent(self) -> Context | None:
+        """The run's context where no span is current, else None (the current span is)."""
+        if trace.get_current_span().get_span_context().is_valid:
+            return None
+        return self.context
+
+    def set(self, attributes: Attributes) -> None:
+        """Set attributes on the library's run span (no-op when the app's span is the run's)."""
+        if self.span is not None and self.span.is_recording():
+            self.span.set_attributes(attributes)
 
 
 def _span_context(context: TraceContext) -> trace.SpanContext:
@@ -271,9 +308,55 @@ class Telemetry:
         attributes: Attributes,
         *,
         activate: bool = True,
+        run: RunTrace | None = None,
     ) -> Operation:
         """Trace a `with` block as one checkpointer operation (see `Operation`)."""
-        return Operation(self, operation, span_name, attributes, activate)
+        return Operation(self, operation, span_name, attributes, activate, run)
+
+    def begin_run(
+        self, attributes: Attributes, *, parent: RunTrace | None = None, activate: bool = True
+    ) -> RunTrace:
+        """The trace of a run starting now: the current span's, else `parent`'s (the run of an
+        enclosing graph), else a new `langgraph.run` span with `attributes`.
+
+        A new run span is made current when `activate` (a sync run, whose loop exits in the
+        context it entered in, so `end_run` can restore it). An async run's loop exits in
+        another task; its run span is only the explicit parent of the library's spans.
+        """
+        current = otel_context.get_current()
+        if trace.get_current_span(current).get_span_context().is_valid:
+            return RunTrace(current)
+        if parent is not None:
+            return RunTrace(parent.context)
+        span = self.tracer.start_span(
+            names.SPAN_RUN,
+            kind=SpanKind.INTERNAL,
+            attributes={**attributes, names.SAVER: self.saver_name},
+            record_exception=False,
+            set_status_on_exception=False,
+        )
+        context = trace.set_span_in_context(span)
+        if not activate:
+            return RunTrace(context, span)
+        otel_context.attach(context)
+        return RunTrace(context, span, restore=current)
+
+    def end_run(self, run: RunTrace, outcome: str, error: BaseException | None) -> None:
+        """End the library's run span with the run's outcome; restore the context before it."""
+        span = run.span
+        if span is None:
+            return
+        if span.is_recording():
+            attributes: dict[str, AttributeValue] = {names.RUN_OUTCOME: outcome}
+            if outcome == "error" and error is not None:
+                attributes[names.ERROR_TYPE] = _error_type(error)
+                self.guard("set status", span.set_status, Status(StatusCode.ERROR))
+            self.guard("set attributes", span.set_attributes, attributes)
+        self.guard("end span", span.end)
+        # where the run span is still current, the context before the run is made current again
+        # (attached, not detached by token: a stream consumed across contexts exits in a copy)
+        if run.restore is not None and trace.get_current_span() is span:
+            self.guard("restore context", otel_context.attach, run.restore)
 
     def finish(self, op: Operation, started: float, error: BaseException | None) -> None:
         """End an operation: status, span end, duration metric. Never raises."""
@@ -282,7 +365,7 @@ class Telemetry:
             names.SAVER: self.saver_name,
         }
         if error is not None:
-            error_type = type(error).__qualname__
+            error_type = _error_type(error)
             attributes[names.ERROR_TYPE] = error_type
             if op.recording:
                 assert op.span is not None
@@ -323,3 +406,7 @@ class Telemetry:
             1,
             {names.TASK_NODE: node, names.TASK_OUTCOME: outcome},
         )
+
+
+def _error_type(error: BaseException) -> str:
+    return type(error).__qualname__
