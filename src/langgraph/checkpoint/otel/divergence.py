@@ -69,6 +69,11 @@ class BranchComparison:
     compared: list[CheckpointRecord] = field(default_factory=list)
     departed: bool = False
 
+    def __post_init__(self) -> None:
+        # a reference branch that is itself a fork branch starts with its fork copy, which
+        # applies nothing: the branches align on the checkpoints that ran nodes
+        self.reference = [record for record in self.reference if record.source != "fork"]
+
     def add(self, record: CheckpointRecord) -> list[Finding]:
         """Findings revealed by the branch's next checkpoint (fork copies are skipped)."""
         if record.source == "fork":
@@ -138,7 +143,8 @@ class BranchComparison:
                 actual=call.name,
             )
             for call in record.tool_results
-            if call.key in done or _answered_in(self.reference, call.key)
+            if call.name not in self.policy.repeatable_tools
+            and (call.key in done or _answered_in(self.reference, call.key))
         ]
 
 
@@ -289,6 +295,6 @@ def _resumed_run_duplicates(
                 actual=call.name,
             )
             for call in record.tool_results
-            if call.key in answered_before
+            if call.key in answered_before and call.name not in policy.repeatable_tools
         ]
     return findings

@@ -25,6 +25,8 @@ ResumeKind = Literal["crash", "error", "interrupt", "fork", "update", "continue"
 RESUME_KINDS: tuple[ResumeKind, ...] = ("crash", "error", "interrupt", "fork", "update", "continue")
 
 ALL_NODES = "*"
+START_NODE = "__start__"
+"""LangGraph's input task and channel: present in a checkpoint whose input is not applied."""
 
 # --- W3C trace context carrier ----------------------------------------------------------------
 
@@ -114,18 +116,22 @@ class Resume:
 
 
 def scheduled_nodes(channel_values: Mapping[str, Any]) -> list[str]:
-    """Nodes a checkpoint schedules next: `branch:to:<node>` triggers and `Send` targets."""
+    """Nodes a checkpoint schedules next: `branch:to:<node>` triggers, `Send` targets, and
+    `__start__` while the input is not applied yet (the input checkpoint)."""
     nodes = {
         name[len(BRANCH_PREFIX) :] for name in channel_values if name.startswith(BRANCH_PREFIX)
     }
     nodes.update(send_targets(channel_values.get(TASKS_CHANNEL)))
+    if START_NODE in channel_values:
+        nodes.add(START_NODE)
     return sorted(node for node in nodes if node)
 
 
 def _matches(selector: Sequence[str] | str, nodes: Iterable[str]) -> bool:
+    graph_nodes = set(nodes) - {START_NODE}  # the input task is never interrupted
     if selector == ALL_NODES:
-        return any(True for _ in nodes)
-    return bool(set(selector) & set(nodes))
+        return bool(graph_nodes)
+    return bool(set(selector) & graph_nodes)
 
 
 def classify_resume(loaded: LoadedCheckpoint, run: RunStart) -> Resume:
@@ -205,7 +211,7 @@ def resume_log(spans: Iterable[SpanFact], thread_id: str | None = None) -> list[
     return events
 
 
-_NOT_NODES = frozenset({INPUT_NODE, UNKNOWN_NODE, "__start__", ""})
+_NOT_NODES = frozenset({INPUT_NODE, UNKNOWN_NODE, START_NODE, ""})
 
 
 def _first_node_after(spans: Sequence[SpanFact], thread: str, ns: str) -> str | None:

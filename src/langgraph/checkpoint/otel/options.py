@@ -27,6 +27,9 @@ class DivergencePolicy(BaseModel):
     """Channels whose hashes are never compared (timestamps, counters, scratch space)."""
     compare_tool_args: bool = True
     """Whether the same tool called with other arguments is a trajectory departure."""
+    repeatable_tools: frozenset[str] = frozenset()
+    """Tools safe to run again with the same arguments (read-only lookups): never reported as
+    `duplicate_tool_call`."""
     window: int = Field(default=50, ge=1, le=10_000)
     """At most this many checkpoints after the fork point are compared."""
 
