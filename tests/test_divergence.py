@@ -13,7 +13,7 @@ from langgraph.graph.message import add_messages
 
 import graphs
 from helpers import OTel
-from langgraph.checkpoint.otel import instrument, names
+from langgraph.checkpoint.otel import instrument, names, stored_history
 from langgraph.checkpoint.otel.divergence import (
     DivergencePolicy,
     Finding,
@@ -127,6 +127,26 @@ def test_duplicate_tool_calls_against_reference_and_before_resume() -> None:
     )
     off = DivergencePolicy(detectors=frozenset({"state", "trajectory"}))
     assert compare_branches(ref, [rec("b1", results=(SEARCH,))], policy=off) == []
+
+
+def test_a_reference_branch_that_is_itself_a_fork_branch_aligns_without_its_fork_copy() -> None:
+    ref = [rec("r1", source="fork"), rec("r2"), rec("r3", calls=(SEARCH,))]
+    branch = [rec("b1", source="fork"), rec("b2"), rec("b3", calls=(SEARCH,))]
+    assert compare_branches(ref, branch) == []
+
+
+def test_repeatable_tools_are_never_duplicates() -> None:
+    lookup = ToolCall("lookup", "lookup:aaa")
+    ref = [rec("r1", results=(lookup, SEARCH))]
+    safe = DivergencePolicy(repeatable_tools=frozenset({"lookup"}))
+    found = compare_branches(ref, [rec("b1", results=(lookup, SEARCH))], policy=safe)
+    assert [(f.kind, f.actual) for f in found] == [("duplicate_tool_call", "search")]
+    assert (
+        compare_branches(
+            [], [rec("b1", results=(lookup,))], completed_before={lookup.key}, policy=safe
+        )
+        == []
+    )
 
 
 def test_window_bounds_the_comparison() -> None:
@@ -359,3 +379,46 @@ def test_a_call_answered_before_an_error_and_answered_again_after_the_resume(ote
     assert online == [("duplicate_tool_call", "search")]
     offline = divergences(history_records(inner.list(CONFIG)))
     assert [(f.kind, f.actual) for f in offline] == [("duplicate_tool_call", "search")]
+
+
+def test_forks_of_a_deterministic_agent_give_no_finding_and_events_name_the_node(
+    otel: OTel,
+) -> None:
+    """Two forks from the same checkpoint, and a fork of a fork: the reference branch of the
+    later forks is itself a fork branch. A read-only tool declared repeatable is re-run on
+    every fork without a finding; a model that changes its answer is named as the node."""
+    inner = InMemorySaver()
+    policy = DivergencePolicy(repeatable_tools=frozenset({"search"}))
+    saver = instrument(
+        inner,
+        tracer_provider=otel.tracer_provider,
+        meter_provider=otel.meter_provider,
+        divergence=policy,
+    )
+    runs: list[str] = []
+
+    def script() -> list[AIMessage]:
+        return [call("search", "x", q="weather"), AIMessage("sunny")]
+
+    make_agent(script(), runs).compile(checkpointer=saver).invoke(
+        {"messages": [HumanMessage("weather?", id="h")]}, CONFIG
+    )
+    fork_point = next(
+        s
+        for s in make_agent([], runs).compile(checkpointer=saver).get_state_history(CONFIG)
+        if s.next == ("agent",) and s.metadata["step"] == 0
+    )
+    for _ in range(2):  # two forks from the same checkpoint
+        make_agent(script(), runs).compile(checkpointer=saver).invoke(None, fork_point.config)
+    graph = make_agent(script()[1:], runs).compile(checkpointer=saver)
+    on_fork = next(s for s in graph.get_state_history(CONFIG) if s.next == ("tools",))
+    graph.invoke(None, on_fork.config)  # a fork of the latest fork branch
+    assert runs == ["search"] * 4
+    assert divergence_events(otel) == []
+    stored = divergences(history_records(stored_history(saver, CONFIG)), policy)
+    assert stored == []
+    # a model that now answers otherwise: the finding names the node that wrote it
+    other = make_agent([call("calendar", "y", day="mon"), AIMessage("busy")], runs)
+    other.compile(checkpointer=saver).invoke(None, fork_point.config)
+    [event] = divergence_events(otel)
+    assert (event[names.DIVERGENCE_KIND], event[names.DIVERGENCE_NODE]) == ("trajectory", "agent")

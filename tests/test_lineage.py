@@ -96,6 +96,9 @@ SCHEDULED = {"branch:to:tools": None, "messages": [1]}
         (loaded({"messages": [1]}, source="update"), RunStart(), "update"),
         (loaded({"messages": [1]}), RunStart(), "continue"),
         (loaded({"messages": [1]}), RunStart(interrupt_before="*"), "continue"),
+        # killed right after the input checkpoint: its __start__ task never ran
+        (loaded({"__start__": {"messages": [1]}}, source="input"), RunStart(), "crash"),
+        (loaded({"__start__": {"n": 1}}, source="input"), RunStart(interrupt_before="*"), "crash"),
     ],
 )
 def test_classification(checkpoint: LoadedCheckpoint, run: RunStart, kind: str) -> None:
@@ -108,6 +111,7 @@ def test_classification(checkpoint: LoadedCheckpoint, run: RunStart, kind: str) 
 def test_scheduled_nodes_are_branch_triggers_and_send_targets() -> None:
     values = {"branch:to:b": None, "branch:to:a": None, "__pregel_tasks": [Send("w", 1)], "x": 1}
     assert scheduled_nodes(values) == ["a", "b", "w"]
+    assert scheduled_nodes({"__start__": {"x": 1}}) == ["__start__"]
 
 
 def fact(name: str, t: int, **attributes: Any) -> SpanFact:

@@ -70,9 +70,13 @@ class BranchComparison:
     departed: bool = False
 
     def __post_init__(self) -> None:
-        # a reference branch that is itself a fork branch starts with its fork copy, which
-        # applies nothing: the branches align on the checkpoints that ran nodes
-        self.reference = [record for record in self.reference if record.source != "fork"]
+        self.use_reference(self.reference)
+
+    def use_reference(self, reference: Sequence[CheckpointRecord]) -> None:
+        """Compare with `reference` from now on, without its fork copies: a reference branch
+        that is itself a fork branch starts with the copy LangGraph wrote, which applies no
+        writes, so the branches align on the checkpoints that ran nodes."""
+        self.reference = [record for record in reference if record.source != "fork"]
 
     def add(self, record: CheckpointRecord) -> list[Finding]:
         """Findings revealed by the branch's next checkpoint (fork copies are skipped)."""

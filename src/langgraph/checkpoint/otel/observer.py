@@ -170,6 +170,7 @@ class CheckpointObserver:
             options.hash_cache_size
         )
         self._runs: BoundedDict[Scope, _Run] = BoundedDict(options.hash_cache_size)
+        self._task_nodes: BoundedDict[str, str] = BoundedDict(options.hash_cache_size)
         self._watch = DivergenceWatch(options.divergence, messages_channel=options.messages_channel)
 
     def active(self) -> bool:
@@ -326,6 +327,7 @@ class CheckpointObserver:
             previous = self._last_put.get(scope)
             self._last_put[scope] = _seen(checkpoint)
             writers = self._writers.get((*scope, str(parent_id)), set())
+            self._remember_tasks(scope)
         if source == "fork":
             return []
         nodes = set(writers)
@@ -338,6 +340,20 @@ class CheckpointObserver:
             if source == "loop":
                 nodes.update(previous.sends)
         return sorted(nodes)
+
+    def _task_node(self, scope: Scope, task_id: str) -> str | None:
+        """The node of a task, as the scope's run loop has it (call with the lock held)."""
+        self._remember_tasks(scope)
+        return self._task_nodes.get(task_id)
+
+    def _remember_tasks(self, scope: Scope) -> None:
+        """Remember the nodes of the tasks of the scope's run loop's current step (call with
+        the lock held): at every put and pending-writes call, so a task whose writes are saved
+        after the loop moved on to the next step is still named."""
+        run = self._runs.get(scope)
+        if run is not None:
+            for task_id, node in run.loop.task_nodes().items():
+                self._task_nodes[task_id] = node
 
     def _channel_events(
         self,
@@ -404,9 +420,9 @@ class CheckpointObserver:
             seen = self._last_put.get(scope)
             sends = seen.sends if seen is not None and seen.id == checkpoint_id else []
             node = node_of_task(task_id, task_path, sends)
-            if node is None and (run := self._runs.get(scope)) is not None:
-                # a task whose checkpoint's put is not seen yet (durability `async`)
-                node = run.loop.task_node(task_id)
+            if node is None:
+                # a push task whose checkpoint's put is not seen yet (durability `async`)
+                node = self._task_node(scope, task_id)
             if node is not None and node not in PSEUDO_NODES:
                 key = (*scope, checkpoint_id)
                 writers = self._writers.get(key) or set()

@@ -38,13 +38,17 @@ class LoopRun:
     loop: weakref.ref[Any]
     is_async: bool
 
-    def task_node(self, task_id: str) -> str | None:
-        """The node of task `task_id` of the loop's current step, if it is one."""
-        loop = self.loop()
-        tasks = getattr(loop, "tasks", None)
-        task = tasks.get(task_id) if isinstance(tasks, dict) else None
-        name = getattr(task, "name", None)
-        return name if isinstance(name, str) and name else None
+    def task_nodes(self) -> dict[str, str]:
+        """Task id -> node, for the tasks of the loop's current step."""
+        tasks = getattr(self.loop(), "tasks", None)
+        if not isinstance(tasks, dict):
+            return {}
+        nodes = {}
+        for task_id, task in tasks.items():
+            name = getattr(task, "name", None)
+            if isinstance(name, str) and name:
+                nodes[str(task_id)] = name
+        return nodes
 
     def on_exit(self, callback: Callable[[RunOutcome, BaseException | None], None]) -> bool:
         """Call `callback(outcome, error)` once the loop has exited, after its own exit work

@@ -98,7 +98,7 @@ class DivergenceWatch:
                 self._record(parent, tup.config, tup.checkpoint, tup.metadata, previous)
             )
             previous = self._messages(tup.checkpoint)
-        session.comparison.reference = reference
+        session.comparison.use_reference(reference)
 
     def observe_put(
         self,
