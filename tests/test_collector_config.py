@@ -453,6 +453,14 @@ def test_tail_sampling_keys_on_names_the_library_emits() -> None:
     assert any(p["status_code"]["status_codes"] == ["ERROR"] for p in kinds["status_code"])
     assert names.SPAN_RESUME in spans or names.RESUME_KIND in keys
     assert names.RESUME_KIND in keys
+    # runs that resumed or stopped at an interrupt are kept whole
+    assert names.SPAN_RUN in spans
+    string_policies = {
+        (p["string_attribute"]["key"], tuple(p["string_attribute"]["values"]))
+        for p in kinds["string_attribute"]
+    }
+    assert (names.RUN_OUTCOME, ("interrupted",)) in string_policies
+    assert (names.TASK_OUTCOME, ("interrupt",)) in string_policies
     assert any(
         p["boolean_attribute"] == {"key": names.DIVERGENCE_DETECTED, "value": True}
         for p in kinds["boolean_attribute"]
