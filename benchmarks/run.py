@@ -204,6 +204,63 @@ def bench_history(size_label: str, plan: Plan) -> dict[str, Any]:
     }
 
 
+# --- 3. reads: what hiding the stored telemetry from callers costs -------------------------
+
+
+READ_CHECKPOINTS = 30
+
+
+def bench_reads(saver_kind: str, plan: Plan, tmp: str) -> dict[str, Any]:
+    """`get_tuple` and `list` of a 30-checkpoint thread: bare, wrapped with telemetry off
+    (delegation and hiding the `otel` metadata key only), wrapped with telemetry on."""
+    from langgraph.checkpoint.otel import instrument, uninstrument
+
+    tel = h.Telemetry("noop")
+    variants: dict[str, Any] = {}
+    for variant in ("bare", "hidden_only", "instrumented"):
+        saver = h.make_saver(saver_kind, os.path.join(tmp, f"reads-{saver_kind}-{variant}.db"))
+        if variant == "hidden_only":
+            saver = instrument(saver, enabled=False)
+        elif variant == "instrumented":
+            saver = h.instrumented(saver, tel)
+        # the history is written instrumented for all three, so each stores the `otel` key
+        writer = h.instrumented(uninstrument(saver), tel)
+        cfg = h.fresh_config()
+        h.linear_graph(READ_CHECKPOINTS - 2).compile(checkpointer=writer).invoke(
+            {"messages": [HumanMessage("hello")], "count": 0}, cfg
+        )
+        variants[variant] = (saver, cfg)
+    rounds = plan.graph_rounds[saver_kind]
+    times: dict[str, dict[str, list[float]]] = {"get_tuple": {}, "list": {}}
+    for op in times:
+        times[op] = {v: [] for v in variants}
+    order = list(variants)
+    for r in range(rounds):
+        k = r % len(order)
+        for v in order[k:] + order[:k]:
+            saver, cfg = variants[v]
+            t0 = time.perf_counter_ns()
+            saver.get_tuple(cfg)
+            t1 = time.perf_counter_ns()
+            n = sum(1 for _ in saver.list(cfg))
+            t2 = time.perf_counter_ns()
+            assert n == READ_CHECKPOINTS, n
+            times["get_tuple"][v].append((t1 - t0) / 1e6)
+            times["list"][v].append((t2 - t1) / 1e6)
+        tel.drop_exported()
+    tel.shutdown()
+    result: dict[str, Any] = {"saver": saver_kind, "rounds": rounds, "ops": {}}
+    for op, by_variant in times.items():
+        bare = statistics.median(by_variant["bare"])
+        result["ops"][op] = {
+            "ms": {v: h.summary(t) for v, t in by_variant.items()},
+            "ratios": {
+                v: statistics.median(t) / bare for v, t in by_variant.items() if v != "bare"
+            },
+        }
+    return result
+
+
 # --- report -------------------------------------------------------------------------------
 
 
@@ -216,7 +273,7 @@ def main() -> int:
     parser.add_argument("--quick", action="store_true", help="~30 s run with fewer repetitions")
     parser.add_argument("--out", default=str(ROOT / ".bench" / "results.json"))
     parser.add_argument(
-        "--only", choices=("graph", "history"), help="run only one of the two benchmarks"
+        "--only", choices=("graph", "history", "reads"), help="run only one of the benchmarks"
     )
     args = parser.parse_args()
     plan = QUICK if args.quick else FULL
@@ -241,6 +298,7 @@ def main() -> int:
         },
         "graph": [],
         "history": [],
+        "reads": [],
     }
 
     with tempfile.TemporaryDirectory(prefix="lgotel-bench-") as tmp:
@@ -254,6 +312,11 @@ def main() -> int:
             for size in SIZES:
                 log(f"[history] InMemorySaver, messages channel ~{size} ...")
                 results["history"].append(bench_history(size, plan))
+                gc.collect()
+        if args.only in (None, "reads"):
+            for saver_kind in ("sqlite", "memory"):
+                log(f"[reads] {saver_kind}: get_tuple and list of {READ_CHECKPOINTS} checkpoints")
+                results["reads"].append(bench_reads(saver_kind, plan, tmp))
                 gc.collect()
     results["elapsed_s"] = time.perf_counter() - started
 
@@ -362,6 +425,20 @@ def print_report(results: dict[str, Any], targets: list[dict[str, Any]]) -> None
             " the contract\n   requires of every call (one span with the common attributes, one"
             " duration measurement)"
         )
+    if results["reads"]:
+        print(
+            f"\n3. reads of a {READ_CHECKPOINTS}-checkpoint thread (median ms; ratio to bare): "
+            "hidden_only = wrapper with telemetry off\n   (delegation + hiding the stored `otel` "
+            "key), instrumented = telemetry on (no-op exporter)"
+        )
+        for x in results["reads"]:
+            for op, o in x["ops"].items():
+                ms, r = o["ms"], o["ratios"]
+                print(
+                    f"{x['saver']:8} {op:9} bare {ms['bare']['median']:8.3f}  hidden_only "
+                    f"{ms['hidden_only']['median']:8.3f} ({r['hidden_only']:.3f})  instrumented "
+                    f"{ms['instrumented']['median']:8.3f} ({r['instrumented']:.3f})"
+                )
     if results["history"]:
         print(
             "\n2. InMemorySaver, 1-node graph appending one message per turn to a pre-filled "
