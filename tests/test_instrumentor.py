@@ -226,6 +226,12 @@ def test_functional_api(otel: OTel, instrumentor: LangGraphCheckpointInstrumento
     assert names.count(PUT) == len(list(saver.list(_config("f1"))))
     assert names.count(PUT) >= 1
     assert "langgraph.checkpoint.put_writes" in names
+    # the entrypoint is one run: one trace under `langgraph.run`, with the graph's name
+    assert len({span.context.trace_id for span in otel.spans()}) == 1
+    [run] = [span for span in otel.spans() if span.parent is None]
+    assert (run.name, run.attributes["langgraph.graph.name"]) == ("langgraph.run", workflow.name)
+    writes = [span for span in otel.spans() if span.name == "langgraph.checkpoint.put_writes"]
+    assert {span.attributes["langgraph.task.node"] for span in writes} >= {"double", "workflow"}
 
     # positional checkpointer; no checkpointer
     assert is_instrumented(entrypoint(InMemorySaver()).checkpointer)
@@ -422,3 +428,7 @@ def test_opentelemetry_instrument_exports_spans(
     assert all(s["resource"]["attributes"]["service.name"] == "test" for s in spans)
     scopes = {s["instrumentation_scope"]["name"] for s in spans if "instrumentation_scope" in s}
     assert scopes <= {"langgraph.checkpoint.otel"}
+    # the app has no span of its own: its one run is one trace, under the library's run span
+    assert len({s["context"]["trace_id"] for s in spans}) == 1
+    roots = [s["name"] for s in spans if not s.get("parent_id")]
+    assert roots == ["langgraph.run"]
