@@ -331,12 +331,11 @@ class CheckpointObserver:
         if source == "fork":
             return []
         nodes = set(writers)
-        if previous is not None and parent_id is not None and previous.id == parent_id:
-            nodes.update(
-                nodes_from_versions_seen(
-                    previous.versions_seen, checkpoint.get("versions_seen") or {}
-                )
-            )
+        versions_seen = checkpoint.get("versions_seen") or {}
+        if parent_id is None:  # the thread's first checkpoint (durability `exit`: the run's)
+            nodes.update(nodes_from_versions_seen(None, versions_seen))
+        elif previous is not None and previous.id == parent_id:
+            nodes.update(nodes_from_versions_seen(previous.versions_seen, versions_seen))
             if source == "loop":
                 nodes.update(previous.sends)
         return sorted(nodes)
