@@ -66,7 +66,7 @@ class _SeenCheckpoint:
 class _Run:
     """A graph run in progress on one (thread, namespace): its trace and its loop."""
 
-    trace: RunTrace | None
+    trace: RunTrace
     loop: LoopRun
 
 
@@ -351,7 +351,7 @@ class CheckpointObserver:
         after the loop moved on to the next step is still named."""
         run = self._runs.get(scope)
         if run is not None:
-            for task_id, node in run.loop.task_nodes().items():
+            for task_id, node in run.loop.new_task_nodes().items():
                 self._task_nodes[task_id] = node
 
     def _channel_events(
@@ -486,8 +486,7 @@ class CheckpointObserver:
 
         if not loop.on_exit(ended):
             ended("finished", None)
-        assert run.trace is not None
-        return run.trace
+        return trace
 
     def _end_run(
         self, scope: Scope, run: _Run, outcome: RunOutcome, error: BaseException | None
@@ -495,8 +494,7 @@ class CheckpointObserver:
         with self._lock:
             if self._runs.get(scope) is run:
                 del self._runs[scope]
-        if run.trace is not None:
-            self.telemetry.end_run(run.trace, outcome, error)
+        self.telemetry.end_run(run.trace, outcome, error)
 
     def _run_trace(self, scope: Scope) -> RunTrace | None:
         with self._lock:

@@ -29,7 +29,7 @@ RunOutcome = Literal["finished", "interrupted", "error"]
 _INTERRUPTED_STATUSES = frozenset({"interrupt_before", "interrupt_after"})
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class LoopRun:
     """A run's load, seen from the loop that makes it."""
 
@@ -37,12 +37,18 @@ class LoopRun:
     graph_name: str | None
     loop: weakref.ref[Any]
     is_async: bool
+    _tasks_seen: tuple[dict[Any, Any] | None, int] = (None, 0)
 
-    def task_nodes(self) -> dict[str, str]:
-        """Task id -> node, for the tasks of the loop's current step."""
+    def new_task_nodes(self) -> dict[str, str]:
+        """Task id -> node for the tasks of the loop's current step, if they changed since the
+        last call (a new step, or tasks pushed during the step), else nothing."""
         tasks = getattr(self.loop(), "tasks", None)
         if not isinstance(tasks, dict):
             return {}
+        seen, count = self._tasks_seen
+        if tasks is seen and len(tasks) == count:
+            return {}
+        self._tasks_seen = (tasks, len(tasks))
         nodes = {}
         for task_id, task in tasks.items():
             name = getattr(task, "name", None)
