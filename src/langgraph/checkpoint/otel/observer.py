@@ -11,6 +11,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from types import FrameType
 from typing import Any
 
 from langchain_core.runnables import RunnableConfig
@@ -36,7 +37,7 @@ from langgraph.checkpoint.otel.lineage import (
     parse_carrier,
 )
 from langgraph.checkpoint.otel.options import InstrumentOptions
-from langgraph.checkpoint.otel.pregel_signals import LoopRun, RunOutcome
+from langgraph.checkpoint.otel.pregel_signals import LoopRun, RunOutcome, update_node
 from langgraph.checkpoint.otel.records import (
     PSEUDO_NODES,
     TASKS_CHANNEL,
@@ -45,9 +46,9 @@ from langgraph.checkpoint.otel.records import (
     StoredTelemetry,
     is_state_channel,
     node_of_task,
-    nodes_from_versions_seen,
     read_stored_telemetry,
     send_targets,
+    stored_nodes,
     task_outcome,
 )
 from langgraph.checkpoint.otel.summary import summarize
@@ -170,7 +171,6 @@ class CheckpointObserver:
             options.hash_cache_size
         )
         self._runs: BoundedDict[Scope, _Run] = BoundedDict(options.hash_cache_size)
-        self._task_nodes: BoundedDict[str, str] = BoundedDict(options.hash_cache_size)
         self._watch = DivergenceWatch(options.divergence, messages_channel=options.messages_channel)
 
     def active(self) -> bool:
@@ -327,32 +327,20 @@ class CheckpointObserver:
             previous = self._last_put.get(scope)
             self._last_put[scope] = _seen(checkpoint)
             writers = self._writers.get((*scope, str(parent_id)), set())
-            self._remember_tasks(scope)
+            run = self._runs.get(scope)
         if source == "fork":
             return []
         nodes = set(writers)
-        versions_seen = checkpoint.get("versions_seen") or {}
-        if parent_id is None:  # the thread's first checkpoint (durability `exit`: the run's)
-            nodes.update(nodes_from_versions_seen(None, versions_seen))
-        elif previous is not None and previous.id == parent_id:
-            nodes.update(nodes_from_versions_seen(previous.versions_seen, versions_seen))
-            if source == "loop":
-                nodes.update(previous.sends)
-        return sorted(nodes)
-
-    def _task_node(self, scope: Scope, task_id: str) -> str | None:
-        """The node of a task, as the scope's run loop has it (call with the lock held)."""
-        self._remember_tasks(scope)
-        return self._task_nodes.get(task_id)
-
-    def _remember_tasks(self, scope: Scope) -> None:
-        """Remember the nodes of the tasks of the scope's run loop's current step (call with
-        the lock held): at every put and pending-writes call, so a task whose writes are saved
-        after the loop moved on to the next step is still named."""
-        run = self._runs.get(scope)
         if run is not None:
-            for task_id, node in run.loop.new_task_nodes().items():
-                self._task_nodes[task_id] = node
+            nodes.update(run.loop.applied_nodes(str(parent_id), str(checkpoint.get("id", ""))))
+        versions_seen = checkpoint.get("versions_seen") or {}
+        if parent_id is None:  # the thread's first checkpoint
+            nodes.update(stored_nodes(versions_seen, source, None))
+        elif previous is not None and previous.id == parent_id:
+            nodes.update(
+                stored_nodes(versions_seen, source, previous.versions_seen, previous.sends)
+            )
+        return sorted(nodes)
 
     def _channel_events(
         self,
@@ -386,14 +374,24 @@ class CheckpointObserver:
         writes: Sequence[tuple[str, Any]],
         task_id: str,
         task_path: str,
+        caller: FrameType | None = None,
     ) -> Iterator[None]:
-        """Observe one pending-writes call. Never looks the checkpoint up."""
+        """Observe one pending-writes call. Never looks the checkpoint up.
+
+        `caller` is the frame that called the saver (see `pregel_signals.update_node`).
+        """
         if not self.active():
             yield
             return
         attributes = config_attributes(config)
         described = self.telemetry.guard(
-            "describe put_writes", self._describe_writes, config, writes, task_id, task_path
+            "describe put_writes",
+            self._describe_writes,
+            config,
+            writes,
+            task_id,
+            task_path,
+            caller,
         )
         if described is not None:
             attributes.update(described)
@@ -411,6 +409,7 @@ class CheckpointObserver:
         writes: Sequence[tuple[str, Any]],
         task_id: str,
         task_path: str,
+        caller: FrameType | None,
     ) -> dict[str, AttributeValue]:
         scope = _scope(config)
         checkpoint_id = str((config.get("configurable") or {}).get("checkpoint_id", ""))
@@ -419,9 +418,11 @@ class CheckpointObserver:
             seen = self._last_put.get(scope)
             sends = seen.sends if seen is not None and seen.id == checkpoint_id else []
             node = node_of_task(task_id, task_path, sends)
-            if node is None:
+            if node is None and (run := self._runs.get(scope)) is not None:
                 # a push task whose checkpoint's put is not seen yet (durability `async`)
-                node = self._task_node(scope, task_id)
+                node = run.loop.task_node(task_id)
+            if node is None:
+                node = update_node(caller, task_id)  # update_state(..., as_node=...)
             if node is not None and node not in PSEUDO_NODES:
                 key = (*scope, checkpoint_id)
                 writers = self._writers.get(key) or set()
@@ -497,8 +498,10 @@ class CheckpointObserver:
         self.telemetry.end_run(run.trace, outcome, error)
 
     def _run_trace(self, scope: Scope) -> RunTrace | None:
+        """The trace of the run in `scope`, or else of the nearest enclosing graph's run."""
         with self._lock:
-            run = self._runs.get(scope)
+            while (run := self._runs.get(scope)) is None and scope[1]:
+                scope = _enclosing_scope(scope)
         return run.trace if run is not None else None
 
     def _describe_load(self, call: LoadCall, result: Any, latest: Any) -> None:
@@ -554,8 +557,13 @@ class CheckpointObserver:
         )
 
     @contextmanager
-    def listing(self, config: RunnableConfig | None, limit: int | None) -> Iterator[ListCall]:
-        """Observe a listing; the span covers the whole iteration (not made current)."""
+    def listing(
+        self, config: RunnableConfig | None, limit: int | None, run: LoopRun | None = None
+    ) -> Iterator[ListCall]:
+        """Observe a listing; the span covers the whole iteration (not made current).
+
+        `run` is set when the listing is a run's load (a subgraph's, while its parent replays).
+        """
         call = ListCall()
         if not self.active():
             yield call
@@ -563,7 +571,12 @@ class CheckpointObserver:
         attributes = config_attributes(config)
         if limit is not None:
             attributes[names.LIST_LIMIT] = limit
-        with self.telemetry.operation(names.SPAN_LIST, "list", attributes, activate=False) as op:
+        run_trace = None
+        if run is not None and config is not None:
+            run_trace = self.telemetry.guard("begin run", self._begin_run, config, run)
+        with self.telemetry.operation(
+            names.SPAN_LIST, "list", attributes, activate=False, run=run_trace
+        ) as op:
             try:
                 yield call
             finally:
@@ -585,10 +598,13 @@ LINK_CHECKPOINT_WRITER = "checkpoint_writer"
 
 
 def _seen(checkpoint: Checkpoint) -> _SeenCheckpoint:
+    """What a later put needs of this checkpoint: copied, as LangGraph goes on changing the
+    loaded checkpoint's `versions_seen` in place while it applies writes."""
     values = checkpoint.get("channel_values") or {}
+    versions_seen = checkpoint.get("versions_seen") or {}
     return _SeenCheckpoint(
         str(checkpoint.get("id", "")),
-        checkpoint.get("versions_seen") or {},
+        {node: dict(seen) for node, seen in versions_seen.items()},
         send_targets(values.get(TASKS_CHANNEL)),
     )
 

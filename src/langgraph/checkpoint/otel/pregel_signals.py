@@ -8,9 +8,10 @@ task of its current step, when the run ends and how.
 
 from __future__ import annotations
 
+import threading
 import weakref
+from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass
 from types import FrameType, TracebackType
 from typing import Any, Literal
 
@@ -24,37 +25,110 @@ except ImportError:  # pragma: no cover - a LangGraph layout this version does n
     PregelLoop = None  # type: ignore[assignment,misc]
 
 _LOOP_ENTRIES = frozenset({"__enter__", "__aenter__"})
+_REPLAY_LOADS = frozenset({"get_checkpoint", "aget_checkpoint"})
+"""LangGraph's replay state, through which a subgraph's loop loads while its parent replays
+(a fork): with `list(before=...)` the first time, `get_tuple` after."""
 
 RunOutcome = Literal["finished", "interrupted", "error"]
+RECENT_STEPS = 4
+"""Steps whose tasks stay named: a task's pending writes can be saved (durability `async`)
+after the loop has moved on by a step or two."""
 _INTERRUPTED_STATUSES = frozenset({"interrupt_before", "interrupt_after"})
 
 
-@dataclass(slots=True)
 class LoopRun:
-    """A run's load, seen from the loop that makes it."""
+    """A run's load, seen from the loop that makes it; then the loop's steps as they apply.
 
-    start: RunStart
-    graph_name: str | None
-    loop: weakref.ref[Any]
-    is_async: bool
-    _tasks_seen: tuple[dict[Any, Any] | None, int] = (None, 0)
+    LangGraph asks the checkpointer for each new channel version while it applies a step's
+    writes (`apply_writes`), in the loop's thread, before it moves on to the next step. The
+    run wraps the loop's `checkpointer_get_next_version` (which is the wrapper's own method)
+    to note, at that moment, which tasks the step ran: so the nodes a checkpoint applies are
+    known even where no put or pending write of the step was seen (durability `exit`), and
+    a task whose writes are saved after the loop moved on is still named.
+    """
 
-    def new_task_nodes(self) -> dict[str, str]:
-        """Task id -> node for the tasks of the loop's current step, if they changed since the
-        last call (a new step, or tasks pushed during the step), else nothing."""
-        tasks = getattr(self.loop(), "tasks", None)
+    __slots__ = (
+        "_applied",
+        "_exit_durability",
+        "_lock",
+        "_recent",
+        "_seen",
+        "graph_name",
+        "is_async",
+        "loop",
+        "start",
+    )
+
+    def __init__(self, start: RunStart, graph_name: str | None, loop: Any, is_async: bool) -> None:
+        self.start = start
+        self.graph_name = graph_name
+        self.loop: weakref.ref[Any] = weakref.ref(loop)
+        self.is_async = is_async
+        self._lock = threading.Lock()
+        self._seen: tuple[dict[Any, Any] | None, int] = (None, 0)
+        self._recent: deque[dict[str, str]] = deque(maxlen=RECENT_STEPS)
+        """task id -> node, for the tasks of the last steps noted."""
+        self._applied: dict[str, set[str]] = {}
+        """checkpoint id -> nodes of the step applied on it, until a put reads them."""
+        self._exit_durability = getattr(loop, "durability", None) == "exit"
+        original = getattr(loop, "checkpointer_get_next_version", None)
+        if callable(original):
+
+            def next_version(current: Any, channel: Any) -> Any:
+                self._note_step()
+                return original(current, channel)
+
+            loop.checkpointer_get_next_version = next_version
+
+    def task_node(self, task_id: str) -> str | None:
+        """The node of task `task_id` of the loop's current or last `RECENT_STEPS` steps."""
+        self._note_step(applying=False)
+        with self._lock:
+            for tasks in reversed(self._recent):
+                if task_id in tasks:
+                    return tasks[task_id]
+        return None
+
+    def applied_nodes(self, parent_id: str, checkpoint_id: str) -> set[str]:
+        """Nodes of the steps applied since checkpoint `parent_id` that checkpoint
+        `checkpoint_id` stores, forgotten once read: the one step applied on the parent, or
+        under durability `exit` every step since the last put (not the writes LangGraph
+        applies to the stored checkpoint itself on exit, to emit its last values)."""
+        with self._lock:
+            if self._exit_durability:
+                nodes = set().union(
+                    *(n for key, n in self._applied.items() if key != checkpoint_id)
+                )
+                self._applied.clear()
+                return nodes
+            return self._applied.pop(parent_id, set())
+
+    def _note_step(self, applying: bool = True) -> None:
+        """Note the nodes of the loop's current tasks (once per step, or per task pushed), and
+        when `applying`, that they are the step applied on the loop's current checkpoint."""
+        loop = self.loop()
+        tasks = getattr(loop, "tasks", None)
         if not isinstance(tasks, dict):
-            return {}
-        seen, count = self._tasks_seen
-        if tasks is seen and len(tasks) == count:
-            return {}
-        self._tasks_seen = (tasks, len(tasks))
-        nodes = {}
-        for task_id, task in tasks.items():
-            name = getattr(task, "name", None)
-            if isinstance(name, str) and name:
-                nodes[str(task_id)] = name
-        return nodes
+            return
+        with self._lock:
+            seen, count = self._seen
+            changed = tasks is not seen or len(tasks) != count
+            if changed:
+                self._seen = (tasks, len(tasks))
+                nodes = {
+                    str(task_id): task.name
+                    for task_id, task in tasks.items()
+                    if isinstance(getattr(task, "name", None), str) and task.name
+                }
+                if tasks is seen and self._recent:
+                    self._recent[-1] = nodes  # tasks pushed during the step
+                elif nodes:
+                    self._recent.append(nodes)
+            if not applying or not self._recent:
+                return
+            checkpoint_id = str((getattr(loop, "checkpoint", None) or {}).get("id", ""))
+            if changed or checkpoint_id not in self._applied:
+                self._applied.setdefault(checkpoint_id, set()).update(self._recent[-1].values())
 
     def on_exit(self, callback: Callable[[RunOutcome, BaseException | None], None]) -> bool:
         """Call `callback(outcome, error)` once the loop has exited, after its own exit work
@@ -83,6 +157,8 @@ def run_start(caller: FrameType | None) -> LoopRun | None:
     `explicit_checkpoint` is provisional here: it says a checkpoint id was requested; whether
     that checkpoint is older than the thread's latest is settled after the load.
     """
+    if caller is not None and caller.f_code.co_name in _REPLAY_LOADS:
+        caller = caller.f_back
     if caller is None or PregelLoop is None or caller.f_code.co_name not in _LOOP_ENTRIES:
         return None
     loop: Any = caller.f_locals.get("self")
@@ -95,7 +171,23 @@ def run_start(caller: FrameType | None) -> LoopRun | None:
         interrupt_after=_selector(loop.interrupt_after),
     )
     is_async = caller.f_code.co_name == "__aenter__"
-    return LoopRun(start, _graph_name(caller.f_back), weakref.ref(loop), is_async)
+    return LoopRun(start, _graph_name(caller.f_back), loop, is_async)
+
+
+_UPDATE_WRITERS = frozenset({"_store_or_fork_delta_writes", "_astore_or_fork_delta_writes"})
+"""Where `update_state` stores the writes of the node it applies them as."""
+
+
+def update_node(caller: FrameType | None, task_id: str) -> str | None:
+    """The node (`as_node`) whose writes `update_state` stores, when `caller` stores them."""
+    if caller is None or caller.f_code.co_name not in _UPDATE_WRITERS:
+        return None
+    local = caller.f_locals
+    task = local.get("task")
+    name = getattr(task, "name", None)
+    if local.get("task_id") != task_id or not isinstance(name, str) or not name:
+        return None
+    return name
 
 
 def run_outcome(loop: Any, error: BaseException | None) -> RunOutcome:

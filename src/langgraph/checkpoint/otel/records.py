@@ -49,6 +49,26 @@ def nodes_from_versions_seen(
     )
 
 
+def stored_nodes(
+    versions_seen: Mapping[str, Mapping[str, Any]],
+    source: Any,
+    parent_versions_seen: Mapping[str, Mapping[str, Any]] | None,
+    parent_sends: Iterable[str] = (),
+) -> set[str]:
+    """Nodes whose writes a checkpoint applies, as far as it and its parent tell.
+
+    Nodes whose `versions_seen` moved against the parent (None: no parent), and on a `loop`
+    checkpoint the parent's `Send` targets, which all ran in the step (a node reached only
+    through `Send` moves its `versions_seen` only the first time). A `fork` copy applies none.
+    """
+    if source == "fork":
+        return set()
+    nodes = set(nodes_from_versions_seen(parent_versions_seen, versions_seen))
+    if source == "loop":
+        nodes.update(parent_sends)
+    return nodes
+
+
 def node_of_task(task_id: str, task_path: str, sends: Iterable[str] = ()) -> str | None:
     """The node a task ran, from its `task_path` (``~__pregel_pull, <node>``).
 
@@ -337,7 +357,7 @@ def history_records(
     Hashes and nodes are read from the wrapper's stored metadata; for checkpoints without it
     (telemetry was off, or a bare saver wrote them) they are computed here: channel hashes
     with `hash_value` (`fallback` encodes unknown types, by default their repr) and nodes
-    from `versions_seen` against the parent.
+    from `versions_seen` and `Send` targets against the parent (see `stored_nodes`).
     """
     ordered = sorted(tuples, key=lambda t: str(t.checkpoint["id"]))
     by_id = {str(t.checkpoint["id"]): t for t in ordered}
@@ -358,9 +378,13 @@ def history_records(
             known["channel_hashes"] = hashes
             known["state_hash"] = combine_state_hash(hashes)
         if stored is None:
-            known["nodes"] = nodes_from_versions_seen(
-                parent.checkpoint.get("versions_seen") if parent else None,
-                tup.checkpoint.get("versions_seen") or {},
+            known["nodes"] = sorted(
+                stored_nodes(
+                    tup.checkpoint.get("versions_seen") or {},
+                    (tup.metadata or {}).get("source"),
+                    parent.checkpoint.get("versions_seen") if parent else None,
+                    send_targets(parent_values.get(TASKS_CHANNEL)),
+                )
             )
         records.append(
             checkpoint_record(

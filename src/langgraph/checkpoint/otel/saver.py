@@ -131,7 +131,7 @@ class InstrumentedSaver(BaseCheckpointSaver[Any]):
         before: RunnableConfig | None = None,
         limit: int | None = None,
     ) -> Iterator[CheckpointTuple]:
-        with self.observer.listing(config, limit) as call:
+        with self.observer.listing(config, limit, run_start(sys._getframe(1))) as call:
             for item in self.inner.list(config, filter=filter, before=before, limit=limit):
                 call.results += 1
                 yield _visible(item)
@@ -144,7 +144,7 @@ class InstrumentedSaver(BaseCheckpointSaver[Any]):
         before: RunnableConfig | None = None,
         limit: int | None = None,
     ) -> AsyncIterator[CheckpointTuple]:
-        with self.observer.listing(config, limit) as call:
+        with self.observer.listing(config, limit, run_start(sys._getframe(1))) as call:
             async for item in self.inner.alist(config, filter=filter, before=before, limit=limit):
                 call.results += 1
                 yield _visible(item)
@@ -176,7 +176,7 @@ class InstrumentedSaver(BaseCheckpointSaver[Any]):
         task_id: str,
         task_path: str = "",
     ) -> None:
-        with self.observer.put_writes(config, writes, task_id, task_path):
+        with self.observer.put_writes(config, writes, task_id, task_path, sys._getframe(1)):
             self.inner.put_writes(config, writes, task_id, task_path)
 
     async def aput_writes(
@@ -186,7 +186,7 @@ class InstrumentedSaver(BaseCheckpointSaver[Any]):
         task_id: str,
         task_path: str = "",
     ) -> None:
-        with self.observer.put_writes(config, writes, task_id, task_path):
+        with self.observer.put_writes(config, writes, task_id, task_path, sys._getframe(1)):
             await self.inner.aput_writes(config, writes, task_id, task_path)
 
     def delete_thread(self, thread_id: str) -> None:

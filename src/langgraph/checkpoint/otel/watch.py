@@ -36,6 +36,8 @@ class _Session:
     comparison: BranchComparison
     last_messages: list[Any]
     puts: int = 0
+    last_checkpoint_id: str | None = None
+    """The branch's last checkpoint (fork copies included)."""
 
 
 @dataclass(slots=True)
@@ -51,9 +53,20 @@ class DivergenceWatch:
         self._sessions = BoundedDict(self.max_sessions)
 
     def start(self, scope: Scope, resume: Resume, loaded: Any) -> None:
-        """Open a session for a resume of `loaded` (a CheckpointTuple)."""
+        """Open a session for a resume of `loaded` (a CheckpointTuple).
+
+        A resume of the last checkpoint a watched branch wrote (its run stopped at an interrupt
+        or an error, and goes on) keeps that branch's session: the comparison goes on.
+        """
         if resume.kind in UNWATCHED_KINDS or not self.policy.detectors:
             self._sessions.pop(scope, None)
+            return
+        current = self._sessions.get(scope)
+        if (
+            current is not None
+            and resume.kind != "fork"
+            and current.last_checkpoint_id == str(loaded.checkpoint["id"])
+        ):
             return
         messages = self._messages(loaded.checkpoint)
         _, answered = message_tool_activity(messages)
@@ -127,6 +140,7 @@ class DivergenceWatch:
             state_hash=state_hash,
         )
         session.last_messages = self._messages(checkpoint)
+        session.last_checkpoint_id = record.checkpoint_id
         session.puts += 1
         if session.puts >= self.policy.window:
             self._sessions.pop(scope, None)
