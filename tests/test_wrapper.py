@@ -234,6 +234,42 @@ def test_raising_telemetry_never_changes_the_graph(
         assert len({r.getMessage() for r in faults}) == len(faults)
 
 
+class UnreadableLoop(RuntimeError):
+    pass
+
+
+def test_a_fault_noting_the_run_loops_steps_never_reaches_the_graph(
+    otel: OTel, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from langgraph.checkpoint.otel import pregel_signals
+
+    def unreadable(self: Any, applying: bool = True) -> None:
+        raise UnreadableLoop("tasks")
+
+    monkeypatch.setattr(pregel_signals.LoopRun, "_note_step", unreadable)
+    telemetry._FAULTS_LOGGED.clear()
+    bare = counter_graph(InMemorySaver())
+    saver = instrument(InMemorySaver(), tracer_provider=otel.tracer_provider)
+    with caplog.at_level(logging.WARNING):
+        assert counter_graph(saver).invoke({"n": 0}, config()) == bare.invoke({"n": 0}, config())
+    faults = [r.getMessage() for r in caplog.records if r.name == "langgraph.checkpoint.otel"]
+    assert len(faults) == 1 and "note step" in faults[0] and "UnreadableLoop" in faults[0]
+    assert "tasks" not in faults[0]  # no exception message
+
+
+def test_with_telemetry_off_the_run_loop_is_left_alone(monkeypatch: pytest.MonkeyPatch) -> None:
+    from langgraph.checkpoint.otel import pregel_signals
+
+    watched: list[Any] = []
+    monkeypatch.setattr(
+        pregel_signals.LoopRun, "watch_steps", lambda self, fault: watched.append(1)
+    )
+    counter_graph(instrument(InMemorySaver(), enabled=False)).invoke({"n": 0}, config())
+    assert watched == []
+    counter_graph(instrument(InMemorySaver())).invoke({"n": 0}, config())
+    assert watched == [1]
+
+
 class RaisingMeterProvider(MeterProvider):
     """The real SDK provider, except that every measurement raises."""
 

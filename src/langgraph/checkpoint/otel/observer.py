@@ -481,6 +481,7 @@ class CheckpointObserver:
         run = _Run(trace, loop)
         with self._lock:
             self._runs[scope] = run
+        loop.watch_steps(self.telemetry.fault)
 
         def ended(outcome: RunOutcome, error: BaseException | None) -> None:
             self.telemetry.guard("end run", self._end_run, scope, run, outcome, error)

@@ -40,8 +40,8 @@ class LoopRun:
     """A run's load, seen from the loop that makes it; then the loop's steps as they apply.
 
     LangGraph asks the checkpointer for each new channel version while it applies a step's
-    writes (`apply_writes`), in the loop's thread, before it moves on to the next step. The
-    run wraps the loop's `checkpointer_get_next_version` (which is the wrapper's own method)
+    writes (`apply_writes`), in the loop's thread, before it moves on to the next step.
+    `watch_steps` wraps the loop's `checkpointer_get_next_version` (the wrapper's own method)
     to note, at that moment, which tasks the step ran: so the nodes a checkpoint applies are
     known even where no put or pending write of the step was seen (durability `exit`), and
     a task whose writes are saved after the loop moved on is still named.
@@ -71,14 +71,23 @@ class LoopRun:
         self._applied: dict[str, set[str]] = {}
         """checkpoint id -> nodes of the step applied on it, until a put reads them."""
         self._exit_durability = getattr(loop, "durability", None) == "exit"
+
+    def watch_steps(self, on_fault: Callable[[str, Exception], None]) -> None:
+        """Note each step's tasks as the loop applies them (see the class docstring). A fault
+        in the noting goes to `on_fault`, never to the loop."""
+        loop = self.loop()
         original = getattr(loop, "checkpointer_get_next_version", None)
-        if callable(original):
+        if loop is None or not callable(original):
+            return
 
-            def next_version(current: Any, channel: Any) -> Any:
+        def next_version(current: Any, channel: Any) -> Any:
+            try:
                 self._note_step()
-                return original(current, channel)
+            except Exception as exc:
+                on_fault("note step", exc)
+            return original(current, channel)
 
-            loop.checkpointer_get_next_version = next_version
+        loop.checkpointer_get_next_version = next_version
 
     def task_node(self, task_id: str) -> str | None:
         """The node of task `task_id` of the loop's current or last `RECENT_STEPS` steps."""
@@ -117,7 +126,8 @@ class LoopRun:
                 self._seen = (tasks, len(tasks))
                 nodes = {
                     str(task_id): task.name
-                    for task_id, task in tasks.items()
+                    # a copy taken at once: the loop's thread may be adding tasks meanwhile
+                    for task_id, task in list(tasks.items())
                     if isinstance(getattr(task, "name", None), str) and task.name
                 }
                 if tasks is seen and self._recent:
