@@ -8,9 +8,11 @@ VENV        := .venv
 BIN         := $(VENV)/bin
 STAMP       := $(VENV)/.installed-dev
 PYTEST_ARGS ?=
+SUITE_STAMP := $(VENV)/.installed-langgraph-suite
+LANGGRAPH_SUITE_ARGS ?=
 
 .DEFAULT_GOAL := test
-.PHONY: venv demo test bench lint clean postgres-server tools
+.PHONY: venv demo test bench lint clean postgres-server tools langgraph-suite
 
 ## venv: create .venv and install the project editable with the dev extras
 venv: $(STAMP)
@@ -51,12 +53,25 @@ postgres-server:
 	  echo "         Without them the PostgreSQL tests are skipped (a failure when CI=true)." >&2; \
 	fi
 
-## test: lint, then the whole pytest suite, with a real PostgreSQL started by the test session
-test: venv postgres-server tools lint
+## test: lint, then the whole pytest suite, with a real PostgreSQL started by the test session,
+## then LangGraph's own test suite through the wrapper (langgraph-suite)
+test: venv postgres-server tools lint $(SUITE_STAMP)
 	$(BIN)/pytest $(PYTEST_ARGS)
+	$(BIN)/python scripts/langgraph_suite/run.py $(LANGGRAPH_SUITE_ARGS)
+
+## langgraph-suite: LangGraph's own tests (from the sdist of the installed langgraph) with every
+## checkpointer fixture wrapped by instrument(), on memory, SQLite, PostgreSQL and Redis;
+## fails on a test that passes bare and fails wrapped. LANGGRAPH_SUITE_ARGS="--bare all" runs
+## the whole selection bare too (default: only the wrapped failures are re-run bare).
+langgraph-suite: venv postgres-server tools $(SUITE_STAMP)
+	$(BIN)/python scripts/langgraph_suite/run.py $(LANGGRAPH_SUITE_ARGS)
+
+$(SUITE_STAMP): $(STAMP)
+	$(BIN)/python -m pip install --quiet -e '.[dev,langgraph-suite]'
+	@touch "$(SUITE_STAMP)"
 
 ## tools: external tools the tests need (scripts/tools/*.sh: Prometheus, npm packages, ...)
-tools:
+tools: venv
 	@for script in scripts/tools/*.sh; do \
 	  [ -e "$$script" ] || continue; \
 	  echo "==> $$script"; bash "$$script"; \
@@ -78,6 +93,6 @@ bench: venv
 
 ## clean: remove the venv and all caches/build output
 clean:
-	rm -rf "$(VENV)" .pytest_cache .mypy_cache .ruff_cache build dist .demo .bench
+	rm -rf "$(VENV)" .pytest_cache .mypy_cache .ruff_cache build dist .demo .bench .langgraph-suite
 	find . -name '*.egg-info' -prune -exec rm -rf {} +
 	find . -name __pycache__ -type d -prune -exec rm -rf {} +
