@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+import traceback
 from collections.abc import Callable, Mapping, Sequence
 from importlib.metadata import PackageNotFoundError, version
 from typing import Any, TypeVar
@@ -54,6 +55,39 @@ SIZE_BUCKETS: tuple[float, ...] = tuple(float(4**k) for k in range(4, 16))
 
 _FAULTS_LOGGED: set[tuple[str, type[BaseException]]] = set()
 _FAULTS_LOCK = threading.Lock()
+
+
+def log_fault(where: str, exc: BaseException) -> None:
+    """Log an instrumentation fault once per process and (where, exception type).
+
+    Only the place and the exception's type are logged: an exception's message (and the
+    values a traceback's rendering can show) may hold application data, so the message is
+    never logged, and the traceback's frames (files, lines, functions) only at DEBUG.
+    """
+    key = (where, type(exc))
+    with _FAULTS_LOCK:
+        if key in _FAULTS_LOGGED:
+            return
+        _FAULTS_LOGGED.add(key)
+    kind = type(exc).__qualname__
+    logger.warning(
+        "langgraph-checkpoint-otel: telemetry fault in %s (%s); the checkpointer call "
+        "continues and further faults of this kind are not logged",
+        where,
+        kind,
+    )
+    if logger.isEnabledFor(logging.DEBUG):
+        # frames as file, line and function only: a source line can quote application data
+        frames = "\n".join(
+            f"  {frame.filename}:{frame.lineno} in {frame.name}"
+            for frame in traceback.extract_tb(exc.__traceback__)
+        )
+        logger.debug(
+            "langgraph-checkpoint-otel: where the %s fault in %s was raised:\n%s",
+            kind,
+            where,
+            frames,
+        )
 
 
 class Operation:
@@ -272,18 +306,7 @@ class Telemetry:
 
     def fault(self, where: str, exc: BaseException) -> None:
         """Log an instrumentation fault once per process and (where, exception type)."""
-        key = (where, type(exc))
-        with _FAULTS_LOCK:
-            if key in _FAULTS_LOGGED:
-                return
-            _FAULTS_LOGGED.add(key)
-        logger.warning(
-            "langgraph-checkpoint-otel: telemetry fault in %s (%s); the checkpointer call "
-            "continues and further faults of this kind are not logged",
-            where,
-            type(exc).__name__,
-            exc_info=exc,
-        )
+        log_fault(where, exc)
 
     # --- state ------------------------------------------------------------------------------
 
