@@ -7,11 +7,12 @@ checkpoint write, pending write and load.
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any
 
 from langgraph.checkpoint.base import BaseCheckpointSaver
-from opentelemetry.metrics import MeterProvider
-from opentelemetry.trace import TracerProvider
+from opentelemetry.metrics import MeterProvider, NoOpMeterProvider
+from opentelemetry.trace import NoOpTracerProvider, TracerProvider
 
 from langgraph.checkpoint.otel.hashing import serde_fallback
 from langgraph.checkpoint.otel.instrumentor import LangGraphCheckpointInstrumentor
@@ -50,23 +51,55 @@ def instrument(
     With no providers it uses the global ones. `options` are `InstrumentOptions` fields (also
     read from ``LANGGRAPH_OTEL_*`` variables). An already instrumented saver is returned as is.
 
-    Raises `TypeError` for a non-saver or an unknown option, `ValueError` for a bad value.
+    Raises `TypeError` for a non-saver or an unknown option, `ValueError` for a bad value. A
+    provider that raises (in ``get_tracer``, ``get_meter`` or creating an instrument) does not
+    fail the call: the fault is logged once and the saver returned only delegates.
     """
     if isinstance(saver, InstrumentedSaver):
         return saver
     if not isinstance(saver, BaseCheckpointSaver):
-        raise TypeError(
-            f"instrument() needs a LangGraph BaseCheckpointSaver, got {type(saver).__qualname__}"
-        )
+        raise TypeError(_not_a_saver(saver))
     resolved = InstrumentOptions.load(options)
-    observer = CheckpointObserver(
-        type(saver).__name__,
-        resolved,
-        tracer_provider,
-        meter_provider,
-        fallback_encoder=serde_fallback(saver.serde),
-    )
+    name = type(saver).__name__
+    try:
+        observer = CheckpointObserver(
+            name,
+            resolved,
+            tracer_provider,
+            meter_provider,
+            fallback_encoder=serde_fallback(saver.serde),
+        )
+    except Exception as exc:
+        # A provider raised while the tracer and instruments were made: delegate only.
+        observer = CheckpointObserver(
+            name,
+            resolved.model_copy(update={"enabled": False}),
+            NoOpTracerProvider(),
+            NoOpMeterProvider(),
+        )
+        observer.telemetry.fault("instrument() setting up telemetry", exc)
     return wrapper_type(saver)(saver, observer)
+
+
+def _not_a_saver(value: object) -> str:
+    """The TypeError message for an `instrument()` argument that is no saver: what to do."""
+    prefix = "instrument() needs a LangGraph BaseCheckpointSaver instance"
+    if isinstance(value, type) and issubclass(value, BaseCheckpointSaver):
+        cls = value.__name__
+        return f"{prefix}, got the class {cls}: did you mean {cls}()?"
+    if isinstance(
+        value, contextlib.AbstractAsyncContextManager | contextlib.AbstractContextManager
+    ):
+        func = getattr(value, "func", None)
+        made_by = getattr(func, "__qualname__", None) or type(value).__qualname__
+        opener = (
+            "async with" if isinstance(value, contextlib.AbstractAsyncContextManager) else "with"
+        )
+        return (
+            f"{prefix}, got a context manager ({made_by}(...)) that makes one: open it first: "
+            f"`{opener} {made_by}(...) as saver: instrument(saver)`"
+        )
+    return f"{prefix}, got {type(value).__qualname__}"
 
 
 def uninstrument(saver: BaseCheckpointSaver[Any]) -> BaseCheckpointSaver[Any]:

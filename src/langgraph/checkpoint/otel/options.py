@@ -2,15 +2,41 @@
 
 from __future__ import annotations
 
+import difflib
+import logging
 import os
-from collections.abc import Callable, Mapping
+import threading
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+logger = logging.getLogger("langgraph.checkpoint.otel")
 
 ENV_PREFIX = "LANGGRAPH_OTEL_"
 CODE_ONLY = frozenset({"redact", "on_divergence", "divergence"})
 """Options that are objects and can only be given in code, not as environment variables."""
+
+INSTRUMENT_PARAMETERS = ("tracer_provider", "meter_provider")
+"""Keyword arguments of `instrument()` that are not options (so not environment variables)."""
+_HINTS = {
+    "tracer": "pass tracer_provider= (a TracerProvider; instrument() gets its own tracer from it)",
+    "meter": "pass meter_provider= (a MeterProvider; instrument() gets its own meter from it)",
+}
+
+_ENV_WARNED: set[str] = set()
+_ENV_LOCK = threading.Lock()
+
+
+def _nearest(name: str, candidates: Iterable[str]) -> str | None:
+    matches = difflib.get_close_matches(name, list(candidates), n=1, cutoff=0.6)
+    return matches[0] if matches else None
+
+
+def _did_you_mean(name: str, candidates: Iterable[str]) -> str:
+    nearest = _nearest(name, candidates)
+    return f"; did you mean {nearest!r}?" if nearest else ""
+
 
 DivergenceKind = Literal["state", "trajectory", "duplicate_tool_call"]
 DETECTORS: tuple[DivergenceKind, ...] = ("state", "trajectory", "duplicate_tool_call")
@@ -20,6 +46,40 @@ class DivergencePolicy(BaseModel):
     """What counts as a divergence. The defaults give no finding on deterministic replays."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
+
+    def __init__(self, **data: Any) -> None:
+        try:
+            super().__init__(**data)
+        except ValidationError as exc:
+            raise ValueError(f"invalid DivergencePolicy: {_problems(exc)}") from None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _check_names(cls, data: Any) -> Any:
+        """Unknown fields and detector names fail with the nearest valid name."""
+        if not isinstance(data, Mapping):
+            return data
+        fields = sorted(cls.model_fields)
+        for key in data:
+            if key not in cls.model_fields:
+                raise ValueError(
+                    f"unknown field {key!r}{_did_you_mean(str(key), fields)} "
+                    f"(valid fields: {', '.join(fields)})"
+                )
+        detectors = data.get("detectors")
+        if isinstance(detectors, str):
+            raise ValueError(
+                f"detectors must be a set of detector names, e.g. {{{detectors!r}}}, "
+                f"not the string {detectors!r}"
+            )
+        if isinstance(detectors, Iterable):
+            for name in detectors:
+                if name not in DETECTORS:
+                    raise ValueError(
+                        f"unknown detector {name!r}{_did_you_mean(str(name), DETECTORS)} "
+                        f"(valid detectors: {', '.join(DETECTORS)})"
+                    )
+        return data
 
     detectors: frozenset[DivergenceKind] = frozenset(DETECTORS)
     """Detectors that run."""
@@ -82,6 +142,7 @@ class InstrumentOptions(BaseModel):
         Raises `ValueError` naming the bad option and value.
         """
         environ = os.environ if environ is None else environ
+        _warn_about_environment(environ, cls.model_fields)
         values: dict[str, Any] = {}
         for name in cls.model_fields:
             raw = environ.get(ENV_PREFIX + name.upper())
@@ -89,16 +150,61 @@ class InstrumentOptions(BaseModel):
                 values[name] = raw
         unknown = sorted(set(overrides) - set(cls.model_fields))
         if unknown:
+            known = sorted(cls.model_fields)
+            hints = "".join(f"; {name!r}: {_option_hint(name, known)}" for name in unknown)
             raise TypeError(
-                f"instrument() got unknown option(s) {', '.join(map(repr, unknown))}; "
-                f"known options: {', '.join(sorted(cls.model_fields))}"
+                f"instrument() got unknown option(s) {', '.join(map(repr, unknown))}{hints}; "
+                f"known options: {', '.join(known)} (and instrument()'s "
+                f"{', '.join(INSTRUMENT_PARAMETERS)})"
             )
         values.update(overrides)
         try:
             return cls(**values)
         except ValidationError as exc:
-            problems = "; ".join(
-                f"{'.'.join(map(str, e['loc']))}={e.get('input')!r}: {e['msg']}"
-                for e in exc.errors()
-            )
-            raise ValueError(f"invalid langgraph-checkpoint-otel option: {problems}") from None
+            raise ValueError(
+                f"invalid langgraph-checkpoint-otel option: {_problems(exc)}"
+            ) from None
+
+
+def _option_hint(name: str, known: Iterable[str]) -> str:
+    """What to do about the unknown `instrument()` option `name`."""
+    if name in _HINTS:
+        return _HINTS[name]
+    nearest = _nearest(name, [*known, *INSTRUMENT_PARAMETERS])
+    return f"did you mean {nearest!r}?" if nearest else "no similar option"
+
+
+def _problems(exc: ValidationError) -> str:
+    """One line per validation error: where, the bad input, and pydantic's message."""
+    parts = []
+    for e in exc.errors():
+        where = ".".join(map(str, e["loc"]))
+        message = e["msg"].removeprefix("Value error, ")
+        parts.append(f"{where}={e.get('input')!r}: {message}" if where else message)
+    return "; ".join(parts)
+
+
+def _warn_about_environment(environ: Mapping[str, str], fields: Iterable[str]) -> None:
+    """Log once per process and variable each ``LANGGRAPH_OTEL_*`` variable that is ignored."""
+    options = sorted(f for f in fields if f not in CODE_ONLY)
+    settable = [ENV_PREFIX + f.upper() for f in options]
+    for variable in environ:
+        if not variable.startswith(ENV_PREFIX) or variable in settable:
+            continue
+        name = variable.removeprefix(ENV_PREFIX).lower()
+        if name in CODE_ONLY:
+            reason = f"{name!r} can only be given in code: instrument(saver, {name}=...)"
+        else:
+            nearest = _nearest(name, options)
+            hint = f"; did you mean {ENV_PREFIX}{nearest.upper()}?" if nearest else ""
+            reason = "no such option" + hint
+        with _ENV_LOCK:
+            if variable in _ENV_WARNED:
+                continue
+            _ENV_WARNED.add(variable)
+        logger.warning(
+            "langgraph-checkpoint-otel: ignoring environment variable %s (%s); valid variables: %s",
+            variable,
+            reason,
+            ", ".join(settable),
+        )
