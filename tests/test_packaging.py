@@ -1,0 +1,99 @@
+"""What the built distributions carry: the wheel only the package, the sdist only what a user
+needs (no node_modules of the Grafana type check, no venvs, no other projects' tests).
+
+Builds offline (``--no-isolation``) from the working tree, with `build` if installed, else with
+hatchling's builders directly.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import subprocess
+import sys
+import tarfile
+import zipfile
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+PACKAGE = "langgraph/checkpoint/otel"
+MAX_SDIST_BYTES = 2 * 1024 * 1024
+
+
+def _build(out: Path) -> tuple[Path, Path]:
+    if importlib.util.find_spec("build") is not None:
+        subprocess.run(
+            [sys.executable, "-m", "build", "--no-isolation", "--outdir", str(out), str(ROOT)],
+            check=True,
+            capture_output=True,
+            text=True,
+        )
+    else:
+        pytest.importorskip("hatchling", reason="neither build nor hatchling is installed")
+        from hatchling.builders.sdist import SdistBuilder
+        from hatchling.builders.wheel import WheelBuilder
+
+        for builder in (SdistBuilder, WheelBuilder):
+            list(builder(str(ROOT)).build(directory=str(out), versions=["standard"]))
+    (sdist,) = out.glob("*.tar.gz")
+    (wheel,) = out.glob("*.whl")
+    return sdist, wheel
+
+
+@pytest.fixture(scope="module")
+def dists(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    return _build(tmp_path_factory.mktemp("dist"))
+
+
+@pytest.fixture(scope="module")
+def sdist_files(dists: tuple[Path, Path]) -> list[str]:
+    with tarfile.open(dists[0]) as tar:
+        names = tar.getnames()
+    # strip the top-level "<name>-<version>/" directory
+    return [n.split("/", 1)[1] for n in names if "/" in n]
+
+
+@pytest.fixture(scope="module")
+def wheel_files(dists: tuple[Path, Path]) -> list[str]:
+    with zipfile.ZipFile(dists[1]) as whl:
+        return whl.namelist()
+
+
+def test_the_wheel_carries_the_package_and_its_entry_points(
+    wheel_files: list[str], dists: tuple[Path, Path]
+) -> None:
+    modules = sorted(p.name for p in (ROOT / "src" / PACKAGE).glob("*.py"))
+    assert modules and all(f"{PACKAGE}/{m}" in wheel_files for m in modules)
+    assert f"{PACKAGE}/py.typed" in wheel_files
+    assert not [f for f in wheel_files if f.startswith("tests/") or "/tests/" in f]
+    top = {f.split("/", 1)[0] for f in wheel_files}
+    assert {t for t in top if not t.endswith(".dist-info")} == {"langgraph"}
+    (entry_points,) = [f for f in wheel_files if f.endswith(".dist-info/entry_points.txt")]
+    with zipfile.ZipFile(dists[1]) as whl:
+        text = whl.read(entry_points).decode()
+    assert "[opentelemetry_instrumentor]" in text
+    assert "langgraph_checkpoint = langgraph.checkpoint.otel.instrumentor:" in text
+    assert "[pytest11]" in text and "langgraph.checkpoint.otel.testing" in text
+    assert any(f.endswith(".dist-info/licenses/LICENSE") for f in wheel_files)
+
+
+def test_the_sdist_carries_only_what_a_user_needs(
+    sdist_files: list[str], dists: tuple[Path, Path]
+) -> None:
+    for needed in ("LICENSE", "README.md", "CHANGELOG.md", "pyproject.toml", "PKG-INFO"):
+        assert needed in sdist_files
+    assert f"src/{PACKAGE}/__init__.py" in sdist_files
+    assert f"src/{PACKAGE}/py.typed" in sdist_files
+    assert "docs/telemetry.md" in sdist_files
+    for unwanted in ("node_modules", ".venv", ".langgraph-suite", ".bench", ".demo", "__pycache__"):
+        assert not [f for f in sdist_files if unwanted in f.split("/")], unwanted
+    assert not [f for f in sdist_files if "cache" in f.split("/", 1)[0]]  # .mypy_cache, ...
+    assert not [f for f in sdist_files if f.startswith("tests/") or "/tests/" in f]
+    assert dists[0].stat().st_size < MAX_SDIST_BYTES
+
+
+def test_the_license_is_mit() -> None:
+    text = (ROOT / "LICENSE").read_text()
+    assert text.startswith("MIT License")
+    assert "Copyright (c) 2026 the langgraph-checkpoint-otel authors" in text
