@@ -18,6 +18,7 @@ from langgraph.checkpoint.otel.records import (
     TASKS_CHANNEL,
     UNKNOWN_NODE,
     SpanFact,
+    bounded_text,
     send_targets,
 )
 
@@ -184,7 +185,8 @@ class ResumeEvent:
 def resume_log(spans: Iterable[SpanFact], thread_id: str | None = None) -> list[ResumeEvent]:
     """Every resume in `spans` (of one thread, if given), in time order.
 
-    Reads only span names and attributes: `langgraph.checkpoint.resume` spans give when, which
+    Reads only span names and attributes (a `thread_id` is matched as the spans carry it,
+    bounded): `langgraph.checkpoint.resume` spans give when, which
     kind and from which checkpoint; the first `langgraph.checkpoint.put_writes` of the same
     thread and namespace after it names the first node that ran.
     """
@@ -195,7 +197,7 @@ def resume_log(spans: Iterable[SpanFact], thread_id: str | None = None) -> list[
         if span.name != names.SPAN_RESUME:
             continue
         thread = str(attrs.get(names.THREAD_ID, ""))
-        if thread_id is not None and thread != thread_id:
+        if thread_id is not None and thread != bounded_text(thread_id):
             continue
         ns = str(attrs.get(names.CHECKPOINT_NS, ""))
         events.append(

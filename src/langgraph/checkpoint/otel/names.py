@@ -31,6 +31,9 @@ CHECKPOINT_ID: Final = "langgraph.checkpoint.id"
 SAVER: Final = "langgraph.saver"
 OPERATION: Final = "langgraph.operation"
 ERROR_TYPE: Final = "error.type"
+MAX_ID_LENGTH: Final = 256
+"""Longest attribute value (characters) the library derives from a user value (thread ids,
+namespaces, checkpoint ids); longer values are truncated and marked (see `records.bounded_text`)."""
 
 # --- run (the library's own run span) --------------------------------------------------------
 GRAPH_NAME: Final = "langgraph.graph.name"

@@ -44,7 +44,9 @@ from langgraph.checkpoint.otel.records import (
     UNKNOWN_NODE,
     Scope,
     StoredTelemetry,
+    bounded_text,
     is_state_channel,
+    key_text,
     node_of_task,
     read_stored_telemetry,
     send_targets,
@@ -121,19 +123,19 @@ def latest_config(config: RunnableConfig) -> RunnableConfig:
 
 
 def config_attributes(config: RunnableConfig | None) -> dict[str, AttributeValue]:
-    """Thread, namespace and checkpoint id from a config, where present."""
+    """Thread, namespace and checkpoint id from a config, where present (bounded, never
+    raising: see `records.bounded_text`)."""
     configurable = (config or {}).get("configurable") or {}
     attributes: dict[str, AttributeValue] = {}
     thread_id = configurable.get("thread_id")
     if thread_id is not None:
-        attributes[names.THREAD_ID] = str(thread_id)
-        attributes[names.CONVERSATION_ID] = str(thread_id)
+        attributes[names.THREAD_ID] = attributes[names.CONVERSATION_ID] = bounded_text(thread_id)
     ns = configurable.get("checkpoint_ns")
     if ns is not None:
-        attributes[names.CHECKPOINT_NS] = str(ns)
+        attributes[names.CHECKPOINT_NS] = bounded_text(ns)
     checkpoint_id = configurable.get("checkpoint_id")
     if checkpoint_id is not None:
-        attributes[names.CHECKPOINT_ID] = str(checkpoint_id)
+        attributes[names.CHECKPOINT_ID] = bounded_text(checkpoint_id)
     return attributes
 
 
@@ -144,8 +146,13 @@ def _enclosing_scope(scope: Scope) -> Scope:
 
 
 def _scope(config: RunnableConfig) -> Scope:
+    """The cache key of a config's thread and namespace: full strings, never truncated (two
+    long thread ids with the same start never share state), never raising."""
     configurable = config.get("configurable") or {}
-    return (str(configurable.get("thread_id", "")), str(configurable.get("checkpoint_ns", "")))
+    return (
+        key_text(configurable.get("thread_id", "")),
+        key_text(configurable.get("checkpoint_ns", "")),
+    )
 
 
 class CheckpointObserver:
@@ -194,7 +201,7 @@ class CheckpointObserver:
             return
         attributes = config_attributes(config)
         attributes.pop(names.CHECKPOINT_ID, None)
-        attributes[names.CHECKPOINT_ID] = str(checkpoint.get("id", ""))
+        attributes[names.CHECKPOINT_ID] = bounded_text(checkpoint.get("id", ""))
         run = self._run_trace(_scope(config))
         with self.telemetry.operation(names.SPAN_PUT, "put", attributes, run=run) as op:
             self.telemetry.guard(
@@ -225,7 +232,7 @@ class CheckpointObserver:
             names.VERSION: int(checkpoint.get("v", 0)),
         }
         if parent_id is not None:
-            attributes[names.PARENT_ID] = str(parent_id)
+            attributes[names.PARENT_ID] = bounded_text(parent_id)
         if isinstance(metadata.get("step"), int):
             attributes[names.STEP] = metadata["step"]
         if metadata.get("source") is not None:
@@ -233,7 +240,7 @@ class CheckpointObserver:
         with self._lock:
             resumed_from = self._resumed_from.pop(scope, None)
         if resumed_from is not None:
-            attributes[names.RESUME_FROM_CHECKPOINT_ID] = resumed_from[1]
+            attributes[names.RESUME_FROM_CHECKPOINT_ID] = bounded_text(resumed_from[1])
 
         digest: StateDigest | None = None
         if op.recording or self.telemetry.metrics_recording():
@@ -614,7 +621,7 @@ def _loaded_attributes(result: Any) -> dict[str, AttributeValue]:
     checkpoint = getattr(result, "checkpoint", result)
     attributes: dict[str, AttributeValue] = {
         **config_attributes(getattr(result, "config", None)),
-        names.CHECKPOINT_ID: str(checkpoint.get("id", "")),
+        names.CHECKPOINT_ID: bounded_text(checkpoint.get("id", "")),
     }
     metadata = getattr(result, "metadata", None) or {}
     if isinstance(metadata.get("step"), int):
@@ -627,7 +634,7 @@ def _loaded_attributes(result: Any) -> dict[str, AttributeValue]:
 def _resume_attributes(resume: Resume, loaded: CheckpointTuple) -> dict[str, AttributeValue]:
     attributes: dict[str, AttributeValue] = {
         names.RESUME_KIND: resume.kind,
-        names.RESUME_FROM_CHECKPOINT_ID: resume.from_checkpoint_id,
+        names.RESUME_FROM_CHECKPOINT_ID: bounded_text(resume.from_checkpoint_id),
         names.RESUME_PENDING_WRITES: resume.pending_writes,
         names.RESUME_TASKS: list(resume.tasks),
     }

@@ -150,31 +150,52 @@ class StoredTelemetry:
 
 
 def read_stored_telemetry(metadata: Mapping[str, Any] | None) -> StoredTelemetry | None:
-    """The wrapper's stored telemetry in checkpoint metadata; None if absent or foreign."""
-    value = (metadata or {}).get(names.METADATA_KEY)
+    """The wrapper's stored telemetry in checkpoint metadata; None if absent or foreign.
+
+    Every field is validated on its own and a malformed one is dropped (a channel entry that
+    is not ``[str hash, non-negative int size]``, a node that is not a str, a resume without
+    str kind and from, a carrier value that is not a str): stored metadata can be edited or
+    corrupted, and a reader never raises on it.
+    """
+    value = metadata.get(names.METADATA_KEY) if isinstance(metadata, Mapping) else None
     if not _is_stored_telemetry(value):
         return None
     channels: dict[str, tuple[str, int]] = {}
     raw_channels = value.get(names.META_CHANNELS)
     if isinstance(raw_channels, Mapping):
         for name, pair in raw_channels.items():
-            if isinstance(pair, list | tuple) and len(pair) == 2:
-                channels[str(name)] = (str(pair[0]), int(pair[1]))
+            entry = _channel_entry(pair)
+            if isinstance(name, str) and entry is not None:
+                channels[name] = entry
     state_hash = value.get(names.META_STATE_HASH)
     raw_nodes = value.get(names.META_NODES)
-    nodes = tuple(str(n) for n in raw_nodes) if isinstance(raw_nodes, list | tuple) else ()
+    nodes = (
+        tuple(n for n in raw_nodes if isinstance(n, str))
+        if isinstance(raw_nodes, list | tuple)
+        else ()
+    )
     carrier = {
         k: v for k, v in value.items() if k in names.META_CARRIER_KEYS and isinstance(v, str)
     }
     raw_resume = value.get(names.META_RESUME)
-    resume = (
-        (str(raw_resume.get("kind", "")), str(raw_resume.get("from", "")))
-        if isinstance(raw_resume, Mapping)
-        else None
-    )
+    resume = None
+    if isinstance(raw_resume, Mapping):
+        kind, origin = raw_resume.get("kind"), raw_resume.get("from")
+        if isinstance(kind, str) and isinstance(origin, str):
+            resume = (kind, origin)
     return StoredTelemetry(
         state_hash if isinstance(state_hash, str) else None, channels, nodes, carrier, resume
     )
+
+
+def _channel_entry(pair: Any) -> tuple[str, int] | None:
+    """A stored ``[hash, size_bytes]`` pair, or None when malformed (a bool is not a size)."""
+    if not isinstance(pair, list | tuple) or len(pair) != 2:
+        return None
+    digest, size = pair
+    if not isinstance(digest, str) or type(size) is not int or size < 0:
+        return None
+    return digest, size
 
 
 def without_stored_telemetry(metadata: Mapping[str, Any] | None) -> Any:
@@ -189,7 +210,44 @@ def without_stored_telemetry(metadata: Mapping[str, Any] | None) -> Any:
 
 
 def _is_stored_telemetry(value: Any) -> TypeGuard[Mapping[str, Any]]:
-    return isinstance(value, Mapping) and value.get(names.META_FORMAT) == names.META_FORMAT_VERSION
+    if not isinstance(value, Mapping):
+        return False
+    version = value.get(names.META_FORMAT)
+    return type(version) is int and version == names.META_FORMAT_VERSION
+
+
+# --- attribute values derived from user input -------------------------------------------------
+
+UNPRINTABLE = "<unprintable>"
+"""The attribute value of a user value whose ``str()`` raises."""
+
+
+def bounded_text(value: Any, limit: int = names.MAX_ID_LENGTH) -> str:
+    """An attribute string for a user value (a thread id, namespace, checkpoint id, ...).
+
+    Never raises: a value whose ``str()`` fails gives `UNPRINTABLE`. A text longer than
+    `limit` characters keeps its start and is marked, ``<start>…[+N chars]``, within `limit`.
+    """
+    try:
+        text = str(value)
+    except Exception:
+        return UNPRINTABLE
+    if len(text) <= limit:
+        return text
+    keep = max(0, limit - len(f"…[+{len(text)} chars]"))
+    return f"{text[:keep]}…[+{len(text) - keep} chars]"
+
+
+def key_text(value: Any) -> str:
+    """The full ``str()`` of a user value for use in a key (never truncated, never raising).
+
+    A value whose ``str()`` fails is keyed by its identity, so two such values never share
+    state.
+    """
+    try:
+        return str(value)
+    except Exception:
+        return f"{UNPRINTABLE}@{id(value):x}"
 
 
 # --- checkpoint records: what detectors, diffs, the inspector and the harness read ----------
@@ -435,12 +493,13 @@ def span_records(spans: Iterable[SpanFact], thread_id: str | None = None) -> lis
     arguments, so these records have no tool calls: offline, only the `state` and node
     `trajectory` detectors apply to them.
     """
+    wanted = bounded_text(thread_id)  # spans carry the thread id bounded
     puts = sorted(
         (
             s
             for s in spans
             if s.name == names.SPAN_PUT
-            and (thread_id is None or str(s.attributes.get(names.THREAD_ID)) == thread_id)
+            and (thread_id is None or str(s.attributes.get(names.THREAD_ID)) == wanted)
         ),
         key=lambda s: str(s.attributes.get(names.CHECKPOINT_ID, "")),
     )

@@ -43,7 +43,7 @@ from langgraph.checkpoint.otel.observer import (
     latest_config,
 )
 from langgraph.checkpoint.otel.pregel_signals import run_start
-from langgraph.checkpoint.otel.records import without_stored_telemetry
+from langgraph.checkpoint.otel.records import bounded_text, without_stored_telemetry
 from langgraph.checkpoint.otel.watch import ReferenceWalk
 
 Saver = BaseCheckpointSaver[Any]
@@ -301,7 +301,8 @@ Maintenance = tuple[str, str, dict[str, Any]]
 
 
 def _delete_thread(thread_id: str) -> Maintenance:
-    attributes = {names.THREAD_ID: str(thread_id), names.CONVERSATION_ID: str(thread_id)}
+    thread = bounded_text(thread_id)
+    attributes = {names.THREAD_ID: thread, names.CONVERSATION_ID: thread}
     return names.SPAN_DELETE_THREAD, "delete_thread", attributes
 
 
@@ -310,17 +311,18 @@ def _delete_for_runs(run_ids: Sequence[str]) -> Maintenance:
 
 
 def _copy_thread(source: str, target: str) -> Maintenance:
+    source_id = bounded_text(source)
     attributes = {
-        names.THREAD_ID: str(source),
-        names.CONVERSATION_ID: str(source),
-        names.SOURCE_THREAD_ID: str(source),
-        names.TARGET_THREAD_ID: str(target),
+        names.THREAD_ID: source_id,
+        names.CONVERSATION_ID: source_id,
+        names.SOURCE_THREAD_ID: source_id,
+        names.TARGET_THREAD_ID: bounded_text(target),
     }
     return names.SPAN_COPY_THREAD, "copy_thread", attributes
 
 
 def _prune(thread_ids: Sequence[str], strategy: str) -> Maintenance:
-    attributes = {names.THREAD_COUNT: len(thread_ids), names.PRUNE_STRATEGY: str(strategy)}
+    attributes = {names.THREAD_COUNT: len(thread_ids), names.PRUNE_STRATEGY: bounded_text(strategy)}
     return names.SPAN_PRUNE, "prune", attributes
 
 
