@@ -25,6 +25,7 @@ from langgraph.checkpoint.otel.saver import (
     wrapper_type,
 )
 from langgraph.checkpoint.otel.telemetry import PACKAGE_VERSION as __version__
+from langgraph.checkpoint.otel.telemetry import warn_if_export_blocks
 
 __all__ = [
     "InstrumentOptions",
@@ -61,6 +62,8 @@ def instrument(
         raise TypeError(_not_a_saver(saver))
     resolved = InstrumentOptions.load(options)
     name = type(saver).__name__
+    if resolved.enabled:
+        warn_if_export_blocks(tracer_provider)  # never raises
     try:
         observer = CheckpointObserver(
             name,

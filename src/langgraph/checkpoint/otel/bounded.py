@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections import OrderedDict
+from collections.abc import Callable
 from typing import Generic, TypeVar
 
 K = TypeVar("K")
@@ -18,6 +19,11 @@ class BoundedDict(OrderedDict[K, V], Generic[K, V]):
     def __init__(self, max_entries: int) -> None:
         super().__init__()
         self.max_entries = max_entries
+
+    def evict(self, stale: Callable[[K], bool]) -> None:
+        """Forget every entry whose key is `stale`."""
+        for key in [key for key in self if stale(key)]:
+            del self[key]
 
     def __setitem__(self, key: K, value: V) -> None:
         super().__setitem__(key, value)

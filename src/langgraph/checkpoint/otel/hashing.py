@@ -759,6 +759,13 @@ class StateHasher:
                 "lists": len(self._lists),
             }
 
+    def forget(self, stale: Callable[[Hashable], bool]) -> None:
+        """Drop the cached digests and memos of every scope that is `stale`."""
+        with self._lock:
+            self._digests.evict(lambda key: stale(key[0]))
+            self._last.evict(lambda key: stale(key[0]))
+            self._lists.evict(lambda key: stale(key[0]))
+
     def clear(self) -> None:
         """Drop every cached digest and memo."""
         with self._lock:

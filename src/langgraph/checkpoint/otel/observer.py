@@ -7,7 +7,7 @@ on their own account: every fault is caught by `Telemetry.guard` and the call go
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -179,6 +179,31 @@ class CheckpointObserver:
         )
         self._runs: BoundedDict[Scope, _Run] = BoundedDict(options.hash_cache_size)
         self._watch = DivergenceWatch(options.divergence, messages_channel=options.messages_channel)
+
+    def forget_threads(self, thread_ids: Iterable[Any]) -> None:
+        """Drop what the caches keep of these threads (after `delete_thread`, `prune`)."""
+        gone = {key_text(thread_id) for thread_id in thread_ids}
+
+        def stale(scope: Any) -> bool:
+            return isinstance(scope, tuple) and bool(scope) and scope[0] in gone
+
+        with self._lock:
+            for cache in (self._last_put, self._writers, self._resumed_from):
+                cache.evict(stale)
+            self._watch.forget(stale)
+        self._hasher.forget(stale)
+
+    def cache_sizes(self) -> dict[str, int]:
+        """Entries in each in-process cache (for tests and diagnostics)."""
+        with self._lock:
+            sizes = {
+                "last_put": len(self._last_put),
+                "writers": len(self._writers),
+                "resumed_from": len(self._resumed_from),
+                "runs": len(self._runs),
+                "watch_sessions": self._watch.session_count(),
+            }
+        return {**sizes, **{f"hasher_{k}": v for k, v in self._hasher.cache_sizes().items()}}
 
     def active(self) -> bool:
         """Whether this call should produce telemetry at all."""
@@ -592,14 +617,20 @@ class CheckpointObserver:
 
     @contextmanager
     def maintenance(
-        self, span_name: str, operation: str, attributes: Mapping[str, AttributeValue]
+        self,
+        span_name: str,
+        operation: str,
+        attributes: Mapping[str, AttributeValue],
+        forget: Iterable[Any] = (),
     ) -> Iterator[None]:
-        """Observe delete_thread, delete_for_runs, copy_thread, prune and the like."""
+        """Observe delete_thread, delete_for_runs, copy_thread, prune and the like; once the
+        inner call succeeded, drop what the caches keep of the threads in `forget`."""
         if not self.active():
             yield
-            return
-        with self.telemetry.operation(span_name, operation, attributes):
-            yield
+        else:
+            with self.telemetry.operation(span_name, operation, attributes):
+                yield
+        self.telemetry.guard("forget threads", self.forget_threads, forget)
 
 
 LINK_CHECKPOINT_WRITER = "checkpoint_writer"

@@ -190,11 +190,11 @@ class InstrumentedSaver(BaseCheckpointSaver[Any]):
             await self.inner.aput_writes(config, writes, task_id, task_path)
 
     def delete_thread(self, thread_id: str) -> None:
-        with self.observer.maintenance(*_delete_thread(thread_id)):
+        with self.observer.maintenance(*_delete_thread(thread_id), forget=(thread_id,)):
             self.inner.delete_thread(thread_id)
 
     async def adelete_thread(self, thread_id: str) -> None:
-        with self.observer.maintenance(*_delete_thread(thread_id)):
+        with self.observer.maintenance(*_delete_thread(thread_id), forget=(thread_id,)):
             await self.inner.adelete_thread(thread_id)
 
 
@@ -257,11 +257,11 @@ class _Capabilities:
             await self.inner.acopy_thread(source_thread_id, target_thread_id)
 
     def prune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
-        with self.observer.maintenance(*_prune(thread_ids, strategy)):
+        with self.observer.maintenance(*_prune(thread_ids, strategy), forget=thread_ids):
             self.inner.prune(thread_ids, strategy=strategy)
 
     async def aprune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
-        with self.observer.maintenance(*_prune(thread_ids, strategy)):
+        with self.observer.maintenance(*_prune(thread_ids, strategy), forget=thread_ids):
             await self.inner.aprune(thread_ids, strategy=strategy)
 
     def get_delta_channel_history(

@@ -90,6 +90,62 @@ def log_fault(where: str, exc: BaseException) -> None:
         )
 
 
+_EXPORT_WARNED: set[tuple[str, str]] = set()
+_EXPORT_WARNED_LOCK = threading.Lock()
+_LOCAL_EXPORTER_MODULES = ("console", "in_memory", "inmemory", "memory")
+
+
+def warn_if_export_blocks(tracer_provider: object | None) -> None:
+    """Warn once per process when a `SimpleSpanProcessor` of `tracer_provider` (or of the
+    global one) hands spans to a network exporter: the SDK exports synchronously there, so
+    each span export blocks the graph step that ended the span. Never raises."""
+    try:
+        provider = tracer_provider if tracer_provider is not None else trace.get_tracer_provider()
+        for processor, exporter in _sync_network_exports(provider):
+            key = (type(processor).__qualname__, type(exporter).__qualname__)
+            with _EXPORT_WARNED_LOCK:
+                if key in _EXPORT_WARNED:
+                    continue
+                _EXPORT_WARNED.add(key)
+            logger.warning(
+                "langgraph-checkpoint-otel: %s exports spans through %s (%s) synchronously: "
+                "each span export then blocks the graph step that ends the span (up to the "
+                "exporter's timeout when the endpoint is slow or down); use BatchSpanProcessor",
+                key[0],
+                key[1],
+                type(exporter).__module__,
+            )
+    except Exception:  # a provider this cannot read is no reason to fail instrument()
+        return
+
+
+def _sync_network_exports(provider: object) -> list[tuple[object, object]]:
+    """(processor, exporter) pairs of `provider`'s SimpleSpanProcessors with a network
+    exporter, also inside the SDK's multi span processors. Read defensively."""
+    try:
+        from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    except ImportError:  # API only: no SDK processors
+        return []
+    found: list[tuple[object, object]] = []
+    pending: list[object] = [getattr(provider, "_active_span_processor", None)]
+    seen = 0
+    while pending and seen < 100:
+        processor = pending.pop()
+        seen += 1
+        children = getattr(processor, "_span_processors", None)
+        if isinstance(children, tuple | list):
+            pending.extend(children)
+        if not isinstance(processor, SimpleSpanProcessor):
+            continue
+        exporter = getattr(processor, "span_exporter", None)
+        module = str(getattr(type(exporter), "__module__", ""))
+        if module.startswith("opentelemetry.exporter.") and not any(
+            local in module.lower() for local in _LOCAL_EXPORTER_MODULES
+        ):
+            found.append((processor, exporter))
+    return found
+
+
 class Operation:
     """One instrumented call, used as a context manager around the inner saver's call.
 

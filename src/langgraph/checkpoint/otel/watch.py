@@ -10,7 +10,7 @@ generator the saver drives, so sync and async savers share this logic.
 
 from __future__ import annotations
 
-from collections.abc import Generator, Mapping, Sequence
+from collections.abc import Callable, Generator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -73,6 +73,14 @@ class DivergenceWatch:
         self._sessions[scope] = _Session(
             BranchComparison([], {call.key for call in answered}, self.policy), messages
         )
+
+    def session_count(self) -> int:
+        """Open sessions."""
+        return len(self._sessions)
+
+    def forget(self, stale: Callable[[Scope], bool]) -> None:
+        """Close the sessions of every scope that is `stale`."""
+        self._sessions.evict(stale)
 
     def reference_walk(self, scope: Scope, loaded: Any, latest: Any) -> ReferenceWalk | None:
         """After a fork: walk back from the thread's latest checkpoint to `loaded`.
