@@ -431,3 +431,24 @@ def test_an_unreadable_provider_is_no_reason_to_fail(caplog: pytest.LogCaptureFi
         telemetry.warn_if_export_blocks(Odd(shutdown_on_exit=False))
         telemetry.warn_if_export_blocks(object())
     assert export_warnings(caplog) == []
+
+
+def test_the_instrumentor_warns_about_a_blocking_export_when_it_instruments(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    from langgraph.checkpoint.otel import LangGraphCheckpointInstrumentor
+
+    provider = TracerProvider()
+    provider.add_span_processor(
+        SimpleSpanProcessor(
+            OTLPSpanExporter(endpoint=f"http://127.0.0.1:{dead_port()}/v1/traces", timeout=1)
+        )
+    )
+    instrumentor = LangGraphCheckpointInstrumentor()
+    try:
+        with caplog.at_level(logging.WARNING):
+            instrumentor.instrument(tracer_provider=provider)
+        assert len(export_warnings(caplog)) == 1
+    finally:
+        instrumentor.uninstrument()
+        shutdown(provider)

@@ -41,6 +41,7 @@ from opentelemetry.trace import TracerProvider
 from wrapt import wrap_function_wrapper
 
 from langgraph.checkpoint.otel.options import InstrumentOptions
+from langgraph.checkpoint.otel.telemetry import warn_if_export_blocks
 
 __all__ = ["LangGraphCheckpointInstrumentor"]
 
@@ -69,7 +70,8 @@ class LangGraphCheckpointInstrumentor(BaseInstrumentor):  # type: ignore[misc]
     def _instrument(self, **kwargs: Any) -> None:
         tracer_provider: TracerProvider | None = kwargs.pop("tracer_provider", None)
         meter_provider: MeterProvider | None = kwargs.pop("meter_provider", None)
-        InstrumentOptions.load(kwargs)  # a bad option fails here, not inside a graph run
+        if InstrumentOptions.load(kwargs).enabled:  # a bad option fails here, not in a run
+            warn_if_export_blocks(tracer_provider)
         replace = _SaverReplacer(tracer_provider, meter_provider, dict(kwargs))
         wrap_function_wrapper(_STATE_MODULE, "StateGraph.compile", _compile_wrapper(replace))
         wrap_function_wrapper(_FUNC_MODULE, "entrypoint.__init__", _entrypoint_wrapper(replace))
