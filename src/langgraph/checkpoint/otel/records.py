@@ -209,11 +209,29 @@ def without_stored_telemetry(metadata: Mapping[str, Any] | None) -> Any:
     return {k: v for k, v in metadata.items() if k != names.METADATA_KEY}
 
 
+_STORED_KEYS = frozenset(
+    {
+        names.META_FORMAT,
+        names.META_STATE_HASH,
+        names.META_CHANNELS,
+        names.META_NODES,
+        names.META_RESUME,
+        *names.META_CARRIER_KEYS,
+    }
+)
+
+
 def _is_stored_telemetry(value: Any) -> TypeGuard[Mapping[str, Any]]:
+    """Whether `value` has the wrapper's shape: format 1 and none but the wrapper's keys (a
+    user's own value under the key, which the wrapper keeps, has other keys or no format)."""
     if not isinstance(value, Mapping):
         return False
     version = value.get(names.META_FORMAT)
-    return type(version) is int and version == names.META_FORMAT_VERSION
+    return (
+        type(version) is int
+        and version == names.META_FORMAT_VERSION
+        and all(key in _STORED_KEYS for key in value)
+    )
 
 
 # --- attribute values derived from user input -------------------------------------------------
