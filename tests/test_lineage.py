@@ -112,6 +112,10 @@ def test_scheduled_nodes_are_branch_triggers_and_send_targets() -> None:
     values = {"branch:to:b": None, "branch:to:a": None, "__pregel_tasks": [Send("w", 1)], "x": 1}
     assert scheduled_nodes(values) == ["a", "b", "w"]
     assert scheduled_nodes({"__start__": {"x": 1}}) == ["__start__"]
+    # a waiting edge's barrier schedules its node once every source has written
+    assert scheduled_nodes({"join:left+right:merge": {"left", "right"}}) == ["merge"]
+    assert scheduled_nodes({"join:left+right:merge": {"left"}}) == []
+    assert scheduled_nodes({"join:left+right:merge": set()}) == []
 
 
 def fact(name: str, t: int, **attributes: Any) -> SpanFact:

@@ -15,6 +15,7 @@ from langgraph.checkpoint.otel import names
 from langgraph.checkpoint.otel.records import (
     BRANCH_PREFIX,
     INPUT_NODE,
+    JOIN_PREFIX,
     TASKS_CHANNEL,
     UNKNOWN_NODE,
     SpanFact,
@@ -117,11 +118,17 @@ class Resume:
 
 
 def scheduled_nodes(channel_values: Mapping[str, Any]) -> list[str]:
-    """Nodes a checkpoint schedules next: `branch:to:<node>` triggers, `Send` targets, and
+    """Nodes a checkpoint schedules next: `branch:to:<node>` triggers, the target of a waiting
+    edge's `join:<a>+<b>:<node>` barrier that every source has reached, `Send` targets, and
     `__start__` while the input is not applied yet (the input checkpoint)."""
     nodes = {
         name[len(BRANCH_PREFIX) :] for name in channel_values if name.startswith(BRANCH_PREFIX)
     }
+    for name, seen in channel_values.items():
+        if name.startswith(JOIN_PREFIX) and isinstance(seen, set | frozenset | list | tuple):
+            sources, _, target = name[len(JOIN_PREFIX) :].rpartition(":")
+            if sources and set(sources.split("+")) <= set(seen):
+                nodes.add(target)
     nodes.update(send_targets(channel_values.get(TASKS_CHANNEL)))
     if START_NODE in channel_values:
         nodes.add(START_NODE)

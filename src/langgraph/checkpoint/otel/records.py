@@ -22,6 +22,9 @@ INPUT_NODE = "__input__"
 applied by LangGraph's `__start__` task."""
 BRANCH_PREFIX = "branch:to:"
 """LangGraph's trigger channels: `branch:to:<node>` schedules `<node>`."""
+JOIN_PREFIX = "join:"
+"""LangGraph's barrier channels of waiting edges: `join:<a>+<b>:<node>` holds the sources seen
+so far and schedules `<node>` once all have written."""
 TASKS_CHANNEL = "__pregel_tasks"
 """LangGraph's channel of pending `Send` packets."""
 Scope = tuple[str, str]
@@ -115,10 +118,11 @@ def task_outcome(channels: Iterable[str]) -> str:
 def is_state_channel(channel: str) -> bool:
     """Whether a channel holds graph state, not LangGraph bookkeeping.
 
-    `branch:to:<node>` triggers and dunder channels (`__start__`, `__pregel_tasks`) are
-    bookkeeping: they are hashed with the state but get no channel event or metric.
+    `branch:to:<node>` triggers, `join:...` barriers and dunder channels (`__start__`,
+    `__pregel_tasks`) are bookkeeping: they are hashed with the state but get no channel event
+    or metric.
     """
-    return not (channel.startswith(BRANCH_PREFIX) or channel.startswith("__"))
+    return not channel.startswith((BRANCH_PREFIX, JOIN_PREFIX, "__"))
 
 
 @dataclass(frozen=True, slots=True)

@@ -120,12 +120,9 @@ def warn_if_export_blocks(tracer_provider: object | None) -> None:
 
 
 def _sync_network_exports(provider: object) -> list[tuple[object, object]]:
-    """(processor, exporter) pairs of `provider`'s SimpleSpanProcessors with a network
-    exporter, also inside the SDK's multi span processors. Read defensively."""
-    try:
-        from opentelemetry.sdk.trace.export import SimpleSpanProcessor
-    except ImportError:  # API only: no SDK processors
-        return []
+    """(processor, exporter) pairs of `provider`'s SDK SimpleSpanProcessors with a network
+    exporter, also inside the SDK's multi span processors. Read defensively, by class name
+    and module: the library imports no SDK module."""
     found: list[tuple[object, object]] = []
     pending: list[object] = [getattr(provider, "_active_span_processor", None)]
     seen = 0
@@ -135,7 +132,7 @@ def _sync_network_exports(provider: object) -> list[tuple[object, object]]:
         children = getattr(processor, "_span_processors", None)
         if isinstance(children, tuple | list):
             pending.extend(children)
-        if not isinstance(processor, SimpleSpanProcessor):
+        if not _is_sdk_class(processor, "SimpleSpanProcessor"):
             continue
         exporter = getattr(processor, "span_exporter", None)
         module = str(getattr(type(exporter), "__module__", ""))
@@ -144,6 +141,14 @@ def _sync_network_exports(provider: object) -> list[tuple[object, object]]:
         ):
             found.append((processor, exporter))
     return found
+
+
+def _is_sdk_class(value: object, name: str) -> bool:
+    """Whether `value` is an instance of the OpenTelemetry SDK class `name` (or a subclass)."""
+    return any(
+        cls.__name__ == name and cls.__module__.startswith("opentelemetry.sdk.")
+        for cls in type(value).__mro__
+    )
 
 
 class Operation:
