@@ -56,3 +56,58 @@ def test_prune_evicts_the_pruned_threads(otel: OTel, postgres_db: str) -> None:
         assert before and kept(saver) == {}
         # the pruned threads go on working, hashed afresh
         assert graph.invoke(graphs.user_input("again"), config("a"))["messages"]
+
+
+def test_the_lists_incremental_hashing_keeps_alive_are_bounded_in_bytes(otel: OTel) -> None:
+    """200 threads of ~40 KB message histories under a 1 MB budget: the memos keep at most
+    1 MB of lists alive (measured by their encoding and by tracemalloc once the threads are
+    gone), and hashes stay right when a memo was dropped."""
+    import gc
+    import tracemalloc
+
+    from langchain_core.messages import AIMessage
+
+    budget = 1024 * 1024
+    inner = InMemorySaver()
+    saver = instrument(
+        inner,
+        tracer_provider=otel.tracer_provider,
+        meter_provider=otel.meter_provider,
+        hash_memo_bytes=budget,
+    )
+    graph = graphs.linear().compile(checkpointer=saver)
+    history = [AIMessage("x" * 400, id=f"m{i}") for i in range(100)]  # ~40 KB encoded
+    tracemalloc.start()
+    try:
+        for i in range(200):
+            graph.invoke({"messages": history, "log": []}, config(f"t{i}"))
+        sizes = saver.observer.cache_sizes()
+        assert 0 < sizes["hasher_list_bytes"] <= budget
+        assert sizes["hasher_lists"] < 200  # most memos were dropped for the budget
+        for i in range(200):
+            inner.delete_thread(f"t{i}")  # bare deletes: the wrapper's caches keep what they keep
+        otel.exporter.clear()
+        gc.collect()
+        with_memos, _ = tracemalloc.get_traced_memory()
+        saver.observer._hasher.clear()
+        gc.collect()
+        without_memos, _ = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    kept_alive = with_memos - without_memos
+    # Python objects take more memory than their canonical encoding, which the budget counts
+    assert 0 < kept_alive < 3 * budget, kept_alive
+    # a thread whose memo was dropped hashes from scratch, to the same digest
+    first = stored_state_hash(saver, "t0-again", graph, history)
+    fresh = instrument(InMemorySaver(), tracer_provider=otel.tracer_provider)
+    assert first == stored_state_hash(
+        fresh, "t0-again", graphs.linear().compile(checkpointer=fresh), history
+    )
+
+
+def stored_state_hash(saver: Any, thread: str, graph: Any, history: list[Any]) -> str:
+    from langgraph.checkpoint.otel import stored_history
+
+    graph.invoke({"messages": history, "log": []}, config(thread))
+    latest = stored_history(saver, config(thread), limit=1)[0]
+    return str(latest.metadata["otel"]["state_hash"])

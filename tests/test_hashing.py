@@ -562,9 +562,31 @@ def test_caches_stay_bounded() -> None:
         assert sizes["digests"] <= 8
         assert sizes["last"] <= 8
         assert sizes["lists"] <= 3
-    assert hasher.cache_sizes() == {"digests": 8, "last": 8, "lists": 3}
+    sizes = hasher.cache_sizes()
+    assert (sizes["digests"], sizes["last"], sizes["lists"]) == (8, 8, 3)
+    assert sizes["list_bytes"] > 0
     hasher.clear()
-    assert hasher.cache_sizes() == {"digests": 0, "last": 0, "lists": 0}
+    assert hasher.cache_sizes() == {"digests": 0, "last": 0, "lists": 0, "list_bytes": 0}
+
+
+def test_list_memos_stay_within_their_byte_budget() -> None:
+    hasher = StateHasher(max_list_memo_bytes=2_000)
+    for i in range(50):
+        digest = hasher.digest_state(
+            f"thread-{i}",
+            {"messages": [HumanMessage("x" * 300)] * 3},
+            {"messages": 1},
+            {"messages"},
+        )
+        assert hasher.cache_sizes()["list_bytes"] <= 2_000
+    assert 0 < hasher.cache_sizes()["lists"] < 50
+    # a list larger than the whole budget is hashed, and not memoized
+    big = StateHasher(max_list_memo_bytes=100)
+    again = big.digest_state(
+        "t", {"messages": [HumanMessage("x" * 300)] * 3}, {"messages": 1}, {"messages"}
+    )
+    assert again.state_hash == digest.state_hash
+    assert big.cache_sizes()["lists"] == 0
 
 
 def test_lru_keeps_recently_used_entries() -> None:

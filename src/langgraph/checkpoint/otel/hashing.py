@@ -83,6 +83,7 @@ import struct
 import sys
 import threading
 import uuid
+from collections import OrderedDict
 from collections.abc import Callable, Collection, Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
@@ -727,6 +728,9 @@ class StateHasher:
             qualname); without it such values raise :class:`UnhashableValueError`.
         max_list_memos: bound on the memos that hold a strong reference to the last list of a
             (scope, channel) and its running hash (the memory they keep alive is the lists).
+        max_list_memo_bytes: bound on the size of the lists those memos keep alive, measured
+            as their canonical encoding (least recently used memos are dropped beyond it; a
+            dropped memo only means the next digest of that list starts from scratch).
     """
 
     def __init__(
@@ -735,6 +739,7 @@ class StateHasher:
         *,
         fallback: _Fallback | None = None,
         max_list_memos: int = 1024,
+        max_list_memo_bytes: int = 64 * 1024 * 1024,
     ) -> None:
         if max_entries < 1:
             raise ValueError(f"max_entries must be >= 1, got {max_entries!r}")
@@ -747,7 +752,10 @@ class StateHasher:
             max_entries
         )
         self._last: BoundedDict[tuple[Hashable, str], ChannelDigest] = BoundedDict(max_entries)
-        self._lists: BoundedDict[tuple[Hashable, str], _ListMemo] = BoundedDict(self.max_list_memos)
+        self.max_list_memo_bytes = max_list_memo_bytes
+        self._lists: OrderedDict[tuple[Hashable, str], _ListMemo] = OrderedDict()
+        self._list_bytes = 0
+        """Sum of the kept memos' `prefix_size`: what the lists they keep alive encode to."""
         self._lock = threading.Lock()
 
     def cache_sizes(self) -> dict[str, int]:
@@ -757,6 +765,7 @@ class StateHasher:
                 "digests": len(self._digests),
                 "last": len(self._last),
                 "lists": len(self._lists),
+                "list_bytes": self._list_bytes,
             }
 
     def forget(self, stale: Callable[[Hashable], bool]) -> None:
@@ -764,7 +773,8 @@ class StateHasher:
         with self._lock:
             self._digests.evict(lambda key: stale(key[0]))
             self._last.evict(lambda key: stale(key[0]))
-            self._lists.evict(lambda key: stale(key[0]))
+            for key in [key for key in self._lists if stale(key[0])]:
+                self._drop_memo(key)
 
     def clear(self) -> None:
         """Drop every cached digest and memo."""
@@ -772,6 +782,7 @@ class StateHasher:
             self._digests.clear()
             self._last.clear()
             self._lists.clear()
+            self._list_bytes = 0
 
     def adopt(
         self, scope: Hashable, values: Mapping[str, Any], versions: Mapping[str, object]
@@ -833,10 +844,26 @@ class StateHasher:
         final = hasher.copy()
         final.update(b"]")
         digest = ChannelDigest(final.hexdigest(), size + 1, len(value))
-        if self.max_list_memos:
+        if self.max_list_memos and size <= self.max_list_memo_bytes:
             with self._lock:
-                self._lists[key] = _ListMemo(chunks, hasher, size, version)
+                self._store_memo(key, _ListMemo(chunks, hasher, size, version))
         return digest
+
+    def _store_memo(self, key: tuple[Hashable, str], memo: _ListMemo) -> None:
+        """Keep `memo`, then drop the least recently used ones beyond both bounds (call with
+        the lock held)."""
+        self._drop_memo(key)
+        self._lists[key] = memo
+        self._list_bytes += memo.prefix_size
+        while self._lists and (
+            len(self._lists) > self.max_list_memos or self._list_bytes > self.max_list_memo_bytes
+        ):
+            self._drop_memo(next(iter(self._lists)))
+
+    def _drop_memo(self, key: tuple[Hashable, str]) -> None:
+        memo = self._lists.pop(key, None)
+        if memo is not None:
+            self._list_bytes -= memo.prefix_size
 
     def _compute(self, scope: Hashable, channel: str, value: Any, version: object) -> ChannelDigest:
         try:

@@ -169,7 +169,11 @@ class CheckpointObserver:
         self.options = options
         self.telemetry = Telemetry(saver_name, tracer_provider, meter_provider)
         self._lock = threading.Lock()
-        self._hasher = StateHasher(options.hash_cache_size, fallback=fallback_encoder)
+        self._hasher = StateHasher(
+            options.hash_cache_size,
+            fallback=fallback_encoder,
+            max_list_memo_bytes=options.hash_memo_bytes,
+        )
         self._last_put: BoundedDict[Scope, _SeenCheckpoint] = BoundedDict(options.hash_cache_size)
         self._writers: BoundedDict[tuple[str, str, str], set[str]] = BoundedDict(
             options.hash_cache_size

@@ -111,6 +111,10 @@ class InstrumentOptions(BaseModel):
     hash_cache_size: int = Field(default=10_000, ge=16, le=10_000_000)
     """Entries in each bounded cache of channel digests (per wrapper)."""
 
+    hash_memo_bytes: int = Field(default=64 * 1024 * 1024, ge=0, le=1 << 40)
+    """Bound, in bytes of their canonical encoding, on the message lists that incremental
+    hashing keeps alive (least recently used dropped first; 0 keeps none)."""
+
     max_channel_events: int = Field(default=64, ge=0, le=10_000)
     """At most this many `langgraph.channel` events per put span (largest changes first)."""
 
