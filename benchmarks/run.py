@@ -261,6 +261,65 @@ def bench_reads(saver_kind: str, plan: Plan, tmp: str) -> dict[str, Any]:
     return result
 
 
+# --- 4. memory: what the wrapper keeps after many threads ---------------------------------
+
+
+MEMORY_THREADS = {"full": 10_000, "quick": 1_000}
+
+
+def bench_memory(plan: Plan) -> dict[str, Any]:
+    """RSS and tracemalloc over many threads (each one run with a ~4 KB message history), bare
+    and instrumented, then after deleting every thread: what the wrapper's caches keep."""
+    import resource
+    import tracemalloc
+
+    from langchain_core.messages import AIMessage
+    from langgraph.checkpoint.memory import InMemorySaver
+
+    from langgraph.checkpoint.otel import instrument
+
+    threads = MEMORY_THREADS[plan.label]
+    history = [AIMessage("x" * 400, id=f"m{i}") for i in range(10)]
+    result: dict[str, Any] = {"threads": threads}
+    for variant in ("bare", "instrumented"):
+        tel = h.Telemetry("noop")
+        inner = InMemorySaver()
+        saver = (
+            inner
+            if variant == "bare"
+            else instrument(
+                inner, tracer_provider=tel.tracer_provider, meter_provider=tel.meter_provider
+            )
+        )
+        graph = h.linear_graph(2).compile(checkpointer=saver)
+        gc.collect()
+        tracemalloc.start()
+        base, _ = tracemalloc.get_traced_memory()
+        for i in range(threads):
+            graph.invoke(
+                {"messages": history, "count": 0}, {"configurable": {"thread_id": f"m{i}"}}
+            )
+            if i % 500 == 0:
+                tel.drop_exported()
+        tel.drop_exported()
+        gc.collect()
+        live, _ = tracemalloc.get_traced_memory()
+        for i in range(threads):
+            saver.delete_thread(f"m{i}")
+        gc.collect()
+        after_delete, _ = tracemalloc.get_traced_memory()
+        tracemalloc.stop()
+        tel.shutdown()
+        result[variant] = {
+            "traced_live_mb": (live - base) / 1e6,
+            "traced_after_delete_mb": (after_delete - base) / 1e6,
+            "max_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e3,
+        }
+        del graph, saver, inner
+        gc.collect()
+    return result
+
+
 # --- report -------------------------------------------------------------------------------
 
 
@@ -273,7 +332,9 @@ def main() -> int:
     parser.add_argument("--quick", action="store_true", help="~30 s run with fewer repetitions")
     parser.add_argument("--out", default=str(ROOT / ".bench" / "results.json"))
     parser.add_argument(
-        "--only", choices=("graph", "history", "reads"), help="run only one of the benchmarks"
+        "--only",
+        choices=("graph", "history", "reads", "memory"),
+        help="run only one of the benchmarks",
     )
     args = parser.parse_args()
     plan = QUICK if args.quick else FULL
@@ -299,6 +360,7 @@ def main() -> int:
         "graph": [],
         "history": [],
         "reads": [],
+        "memory": None,
     }
 
     with tempfile.TemporaryDirectory(prefix="lgotel-bench-") as tmp:
@@ -318,6 +380,9 @@ def main() -> int:
                 log(f"[reads] {saver_kind}: get_tuple and list of {READ_CHECKPOINTS} checkpoints")
                 results["reads"].append(bench_reads(saver_kind, plan, tmp))
                 gc.collect()
+        if args.only in (None, "memory"):
+            log(f"[memory] {MEMORY_THREADS[plan.label]} threads, bare and instrumented")
+            results["memory"] = bench_memory(plan)
     results["elapsed_s"] = time.perf_counter() - started
 
     targets = evaluate(results)
@@ -425,6 +490,18 @@ def print_report(results: dict[str, Any], targets: list[dict[str, Any]]) -> None
             " the contract\n   requires of every call (one span with the common attributes, one"
             " duration measurement)"
         )
+    if results["memory"]:
+        m = results["memory"]
+        print(
+            f"\n4. memory over {m['threads']} threads (tracemalloc MB above the start; max RSS of"
+            " the process so far)"
+        )
+        for v in ("bare", "instrumented"):
+            x = m[v]
+            print(
+                f"{v:13} live {x['traced_live_mb']:8.2f}  after delete_thread of every thread "
+                f"{x['traced_after_delete_mb']:8.2f}  max RSS {x['max_rss_mb']:8.1f}"
+            )
     if results["reads"]:
         print(
             f"\n3. reads of a {READ_CHECKPOINTS}-checkpoint thread (median ms; ratio to bare): "
