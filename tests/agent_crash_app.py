@@ -36,13 +36,9 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
-from opentelemetry.sdk.resources import Resource
-from opentelemetry.sdk.trace import TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
-
 import agents
+import crash_app
 from langgraph.checkpoint.otel import instrument
-from langgraph.checkpoint.otel.otlp_json import OtlpJsonSpanExporter
 
 SERVICE_NAME = "agent-crash-app"
 BEFORE_CHECKPOINT_GRACE_S = 0.2
@@ -154,11 +150,7 @@ def main(argv: list[str] | None = None) -> int:
     crash.add_argument("--crash-before-checkpoint", type=int, default=None)
     args = parser.parse_args(argv)
 
-    resource = Resource.create(
-        {"service.name": SERVICE_NAME, "service.instance.id": args.instance_id}
-    )
-    tracer_provider = TracerProvider(resource=resource)
-    tracer_provider.add_span_processor(SimpleSpanProcessor(OtlpJsonSpanExporter(args.spans_file)))
+    tracer_provider = crash_app.span_file_provider(SERVICE_NAME, args.instance_id, args.spans_file)
     agents.crash_at_step(args.crash_step)
     build = SHAPES[args.shape]
     try:

@@ -72,6 +72,15 @@ def build_graph(crash_at: str | None) -> StateGraph[State]:
     return builder
 
 
+def span_file_provider(service: str, instance_id: str, spans_file: str) -> TracerProvider:
+    """A TracerProvider writing every span to `spans_file` (OTLP JSON lines) as it ends, so a
+    span ended before a SIGKILL is on disk; `service.instance.id` tells the processes apart."""
+    resource = Resource.create({"service.name": service, "service.instance.id": instance_id})
+    provider = TracerProvider(resource=resource)
+    provider.add_span_processor(SimpleSpanProcessor(OtlpJsonSpanExporter(spans_file)))
+    return provider
+
+
 @contextlib.contextmanager
 def open_saver(backend: str) -> Iterator[BaseCheckpointSaver[Any]]:
     """A bare saver for ``sqlite:<path>`` or ``postgres:<url>``, set up and ready."""
@@ -106,11 +115,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--crash-at", default=None, help="node that SIGKILLs its own process")
     args = parser.parse_args(argv)
 
-    resource = Resource.create(
-        {"service.name": SERVICE_NAME, "service.instance.id": args.instance_id}
-    )
-    tracer_provider = TracerProvider(resource=resource)
-    tracer_provider.add_span_processor(SimpleSpanProcessor(OtlpJsonSpanExporter(args.spans_file)))
+    tracer_provider = span_file_provider(SERVICE_NAME, args.instance_id, args.spans_file)
     try:
         with open_saver(args.backend) as saver:
             graph = build_graph(args.crash_at).compile(

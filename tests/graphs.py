@@ -69,6 +69,24 @@ def _reply(node: str, state: State) -> dict[str, Any]:
     }
 
 
+class Count(TypedDict):
+    n: int
+
+
+def counter() -> StateGraph:
+    """START -> inc -> inc2 -> END, each adding 1 to `n`."""
+
+    def inc(state: Count) -> dict[str, int]:
+        return {"n": state["n"] + 1}
+
+    builder = StateGraph(Count)
+    builder.add_node("inc", inc)
+    builder.add_node("inc2", inc)
+    builder.add_edge(START, "inc")
+    builder.add_edge("inc", "inc2")
+    return builder
+
+
 def linear(flaky: Flaky | None = None, fail_at: str = "b") -> StateGraph:
     """START -> a -> b -> c -> END; `flaky` makes `fail_at` fail its first time(s)."""
 

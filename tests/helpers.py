@@ -24,13 +24,23 @@ from urllib.parse import urlsplit, urlunsplit
 
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader
-from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
+from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 # --------------------------------------------------------------------------------------------
 # OpenTelemetry
 # --------------------------------------------------------------------------------------------
+
+
+class RaisingProcessor(SpanProcessor):
+    """A span processor that raises on every span (a broken telemetry pipeline)."""
+
+    def on_start(self, span: Any, parent_context: Any = None) -> None:
+        raise RuntimeError("processor on_start")
+
+    def on_end(self, span: Any) -> None:
+        raise RuntimeError("processor on_end")
 
 
 @dataclass

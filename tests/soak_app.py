@@ -32,9 +32,7 @@ import json
 import operator
 import os
 import signal
-import sqlite3
 import sys
-import time
 from collections.abc import Iterator
 from typing import Annotated, Any, Final, TypedDict
 
@@ -42,16 +40,13 @@ from langchain_core.messages import AIMessage, AnyMessage, HumanMessage
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.message import add_messages
 from langgraph.types import Send
-from opentelemetry.sdk.resources import Resource
-from opentelemetry.sdk.trace import TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 
+import agent_crash_app
+import crash_app
 from langgraph.checkpoint.otel import instrument
-from langgraph.checkpoint.otel.otlp_json import OtlpJsonSpanExporter
 
 SERVICE_NAME = "soak-app"
 DURABILITY: Final = "sync"
-BEFORE_CHECKPOINT_GRACE_S = 0.2
 ITEMS = ("a", "b", "c")
 AUDITS = ("0", "1")
 LAST_STEP = 11
@@ -151,64 +146,17 @@ def values_json(values: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _killing(saver_type: type, kill: str | None) -> type:
-    """`saver_type` that SIGKILLs the process at an ``after:K`` / ``before:K`` point."""
-    kind, _, arg = (kill or "").partition(":")
-    after = int(arg) if kind == "after" else None
-    before = int(arg) if kind == "before" else None
-
-    class KillingSaver(saver_type):  # type: ignore[misc]
-        armed = False
-
-        def _maybe_kill(self) -> None:
-            if self.armed:
-                os.kill(os.getpid(), signal.SIGKILL)
-
-        def put(self, config: Any, checkpoint: Any, metadata: Any, new_versions: Any) -> Any:
-            if before is not None and metadata.get("step") == before:
-                # writes are stored from a background thread: let those on their way land
-                time.sleep(BEFORE_CHECKPOINT_GRACE_S)
-                os.kill(os.getpid(), signal.SIGKILL)
-            self._maybe_kill()
-            stored = super().put(config, checkpoint, metadata, new_versions)
-            self.armed = after is not None and metadata.get("step") == after
-            return stored
-
-        def put_writes(self, config: Any, writes: Any, task_id: str, task_path: str = "") -> None:
-            self._maybe_kill()
-            super().put_writes(config, writes, task_id, task_path)
-
-    KillingSaver.__name__ = saver_type.__name__  # the spans' langgraph.saver stays the same
-    return KillingSaver
-
-
 @contextlib.contextmanager
 def open_saver(backend: str, kill: str | None = None) -> Iterator[Any]:
-    """A real saver for ``sqlite:<path>`` or ``postgres:<url>`` (killing at `kill`), set up."""
-    kind, _, target = backend.partition(":")
-    if kind == "sqlite":
-        from langgraph.checkpoint.sqlite import SqliteSaver
-
-        conn = sqlite3.connect(target, check_same_thread=False)
-        try:
-            saver = _killing(SqliteSaver, kill)(conn)
-            saver.setup()
-            yield saver
-        finally:
-            conn.close()
-    elif kind == "postgres":
-        from langgraph.checkpoint.postgres import PostgresSaver
-        from psycopg import Connection
-        from psycopg.rows import dict_row
-
-        with Connection.connect(
-            target, autocommit=True, prepare_threshold=0, row_factory=dict_row
-        ) as pg_conn:
-            saver = _killing(PostgresSaver, kill)(pg_conn)
-            saver.setup()
-            yield saver
-    else:
-        raise SystemExit(f"unknown backend {backend!r} (sqlite:<path> or postgres:<url>)")
+    """A real saver for ``sqlite:<path>`` or ``postgres:<url>``, set up, SIGKILLing the process
+    at an ``after:K`` / ``before:K`` point (agent_crash_app's killing saver)."""
+    kind, _, arg = (kill or "").partition(":")
+    with agent_crash_app.open_saver(
+        backend,
+        kill_after=int(arg) if kind == "after" else None,
+        kill_before=int(arg) if kind == "before" else None,
+    ) as saver:
+        yield saver
 
 
 def thread(thread_id: str) -> Any:
@@ -225,11 +173,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--kill", default=None, help="node:NAME[:ITEM] | after:K | before:K")
     args = parser.parse_args(argv)
 
-    resource = Resource.create(
-        {"service.name": SERVICE_NAME, "service.instance.id": args.instance_id}
-    )
-    tracer_provider = TracerProvider(resource=resource)
-    tracer_provider.add_span_processor(SimpleSpanProcessor(OtlpJsonSpanExporter(args.spans_file)))
+    tracer_provider = crash_app.span_file_provider(SERVICE_NAME, args.instance_id, args.spans_file)
     try:
         with open_saver(args.backend, args.kill) as saver:
             graph = build(args.kill).compile(

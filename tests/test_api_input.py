@@ -5,17 +5,17 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterator
-from typing import Any, TypedDict
+from typing import Any
 
 import pytest
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
-from langgraph.graph import START, StateGraph
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.trace import TracerProvider
 
+import graphs
 from helpers import OTel
 from langgraph.checkpoint.otel import (
     InstrumentOptions,
@@ -30,21 +30,8 @@ from langgraph.checkpoint.otel.options import DivergencePolicy
 LOGGER = "langgraph.checkpoint.otel"
 
 
-class Count(TypedDict):
-    n: int
-
-
-def inc(state: Count) -> dict[str, int]:
-    return {"n": state["n"] + 1}
-
-
 def counter_graph(saver: BaseCheckpointSaver[Any]) -> Any:
-    builder = StateGraph(Count)
-    builder.add_node("inc", inc)
-    builder.add_node("inc2", inc)
-    builder.add_edge(START, "inc")
-    builder.add_edge("inc", "inc2")
-    return builder.compile(checkpointer=saver)
+    return graphs.counter().compile(checkpointer=saver)
 
 
 def config(thread: str = "t") -> Any:

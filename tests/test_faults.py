@@ -43,6 +43,7 @@ from opentelemetry.sdk.trace.export import (
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from graphs import Flaky, linear, user_input
+from helpers import RaisingProcessor
 from langgraph.checkpoint.otel import instrument, names, telemetry
 
 LOGGER = "langgraph.checkpoint.otel"
@@ -145,14 +146,6 @@ def check_transparent(
 
 
 # --- broken pieces of the pipeline --------------------------------------------------------
-
-
-class RaisingProcessor(SpanProcessor):
-    def on_start(self, span: Any, parent_context: Any = None) -> None:
-        raise RuntimeError("processor on_start")
-
-    def on_end(self, span: Any) -> None:
-        raise RuntimeError("processor on_end")
 
 
 class RaisingExporter(SpanExporter):

@@ -8,7 +8,7 @@ import logging
 import subprocess
 import sys
 from collections.abc import Sequence
-from typing import Any, TypedDict
+from typing import Any
 
 import pytest
 from langgraph.checkpoint.base import BaseCheckpointSaver
@@ -16,13 +16,13 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
-from langgraph.graph import START, StateGraph
 from opentelemetry.context import _SUPPRESS_INSTRUMENTATION_KEY, attach, detach, set_value
 from opentelemetry.sdk.metrics import MeterProvider
-from opentelemetry.sdk.trace import SpanProcessor, TracerProvider
+from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExporter, SpanExportResult
 
-from helpers import OTel
+import graphs
+from helpers import OTel, RaisingProcessor
 from langgraph.checkpoint.otel import (
     InstrumentedSaver,
     instrument,
@@ -34,21 +34,8 @@ from langgraph.checkpoint.otel import (
 from langgraph.checkpoint.otel.saver import CORE_METHODS, MIRRORED_METHODS, overrides, wrapper_type
 
 
-class Count(TypedDict):
-    n: int
-
-
-def inc(state: Count) -> dict[str, int]:
-    return {"n": state["n"] + 1}
-
-
 def counter_graph(saver: BaseCheckpointSaver[Any]) -> Any:
-    builder = StateGraph(Count)
-    builder.add_node("inc", inc)
-    builder.add_node("inc2", inc)
-    builder.add_edge(START, "inc")
-    builder.add_edge("inc", "inc2")
-    return builder.compile(checkpointer=saver)
+    return graphs.counter().compile(checkpointer=saver)
 
 
 def config(thread: str = "t") -> Any:
@@ -193,14 +180,6 @@ def test_inner_saver_exception_propagates_as_the_same_object(otel: OTel) -> None
     assert errors == [
         {names.OPERATION: "put", names.SAVER: "FailingSaver", names.ERROR_TYPE: "DiskFull"}
     ]
-
-
-class RaisingProcessor(SpanProcessor):
-    def on_start(self, span: Any, parent_context: Any = None) -> None:
-        raise RuntimeError("processor on_start")
-
-    def on_end(self, span: Any) -> None:
-        raise RuntimeError("processor on_end")
 
 
 class RaisingExporter(SpanExporter):
