@@ -363,7 +363,13 @@ def test_json_forms() -> None:
 
 
 def test_stored_digest_without_a_value() -> None:
-    stored = {names.METADATA_KEY: {"v": 1, "state_hash": "s", "channels": {"big": ["a" * 32, 9]}}}
+    stored = {
+        names.METADATA_KEY: {
+            "v": names.META_FORMAT_VERSION,
+            "state_hash": "s",
+            "channels": {"big": ["a" * 32, 9]},
+        }
+    }
     a = SimpleNamespace(checkpoint={"id": "1", "channel_values": {}}, metadata={}, config={})
     b = SimpleNamespace(checkpoint={"id": "2", "channel_values": {}}, metadata=stored, config={})
     [change] = diff(a, b, content=ContentPolicy()).changes

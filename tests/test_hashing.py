@@ -21,6 +21,7 @@ from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, Tool
 from pydantic import BaseModel, ConfigDict
 
 from langgraph.checkpoint.otel.hashing import (
+    LIST_PERSON,
     VOLATILE_MESSAGE_FIELDS,
     ChannelDigest,
     StateHasher,
@@ -41,6 +42,26 @@ def test_hash_is_blake2b_16_of_the_canonical_encoding() -> None:
     assert len(h) == 32
     assert int(h, 16) >= 0
     assert h == hashlib.blake2b(canonical_encode(value), digest_size=16).hexdigest()
+
+
+def test_a_list_hash_is_a_chain_over_its_element_encodings() -> None:
+    """The documented construction, rebuilt here from the encoding alone."""
+    elements: list[Any] = [{"a": 1}, "two", [3, 4.0], None]
+    chain = hashlib.blake2b(digest_size=16, person=LIST_PERSON).digest()
+    assert hash_value([]) == chain.hex()
+    for element in elements:
+        chain = hashlib.blake2b(
+            canonical_encode(element), digest_size=16, key=chain, person=LIST_PERSON
+        ).digest()
+    assert hash_value(elements) == chain.hex()
+    # a list differs from the tuple with the same elements, and from the list one shorter
+    assert hash_value(elements) != hash_value(tuple(elements))
+    assert hash_value(elements) != hash_value(elements[:-1])
+    # nested lists are encoded inline: the outer value's hash is blake2b of its encoding
+    nested = {"m": elements}
+    assert (
+        hash_value(nested) == hashlib.blake2b(canonical_encode(nested), digest_size=16).hexdigest()
+    )
 
 
 def test_dict_insertion_order_does_not_matter() -> None:
@@ -534,7 +555,7 @@ def test_prefix_reuse_encodes_only_new_elements() -> None:
 
 def _scratch_fb(value: list[Any], fallback: Any) -> ChannelDigest:
     enc = canonical_encode(value, fallback=fallback)
-    return ChannelDigest(hashlib.blake2b(enc, digest_size=16).hexdigest(), len(enc), len(value))
+    return ChannelDigest(hash_value(value, fallback=fallback), len(enc), len(value))
 
 
 def test_prefix_reuse_matches_from_scratch_for_shared_and_unshared_prefixes() -> None:
@@ -560,13 +581,12 @@ def test_caches_stay_bounded() -> None:
         )
         sizes = hasher.cache_sizes()
         assert sizes["digests"] <= 8
-        assert sizes["last"] <= 8
         assert sizes["lists"] <= 3
     sizes = hasher.cache_sizes()
-    assert (sizes["digests"], sizes["last"], sizes["lists"]) == (8, 8, 3)
+    assert (sizes["digests"], sizes["lists"]) == (8, 3)
     assert sizes["list_bytes"] > 0
     hasher.clear()
-    assert hasher.cache_sizes() == {"digests": 0, "last": 0, "lists": 0, "list_bytes": 0}
+    assert hasher.cache_sizes() == {"digests": 0, "lists": 0, "list_bytes": 0}
 
 
 def test_list_memos_stay_within_their_byte_budget() -> None:
@@ -672,3 +692,58 @@ def test_many_appends_stay_equal_to_from_scratch_across_chunk_merges() -> None:
     for version in range(80):  # more appends than the memo keeps chunks
         value = [*value, HumanMessage(str(version))]
         assert _digest_list(hasher, value, version) == _scratch(value)
+
+
+def test_adopting_stored_hashes_continues_the_chain_without_the_old_elements() -> None:
+    """What a fresh process does on its first load: the stored (hash, size) of each channel
+    become its digests, and a list's stored hash the chain its append continues from; only the
+    new element is encoded, and the digest equals the from-scratch one."""
+    calls: list[int] = []
+
+    def fallback(v: Any) -> bytes:
+        calls.append(v.n)
+        return str(v.n).encode()
+
+    writer = StateHasher(fallback=fallback)
+    history: list[Any] = [Counted(i) for i in range(50)]
+    values = {"l": history, "big": Counted(-1)}
+    written = writer.digest_state("t", values, {"l": 3, "big": 1}, {"l", "big"})
+    stored = {name: (d.hash, d.size) for name, d in written.channels.items()}
+
+    fresh = StateHasher(fallback=fallback)
+    loaded: list[Any] = [Counted(i) for i in range(50)]  # a reload: equal, but new objects
+    fresh.adopt("t", {"l": loaded, "big": Counted(-1)}, {"l": 3, "big": 1}, stored)
+    calls.clear()
+    appended = [*loaded, Counted(50)]
+    d = fresh.digest_state("t", {"l": appended, "big": Counted(-1)}, {"l": 4, "big": 1}, {"l"})
+    assert calls == [50]  # neither the history nor the unchanged channel was encoded
+    assert d.channels["l"] == _scratch_fb(appended, fallback)
+    assert d.channels["big"] == written.channels["big"]
+    assert d.previous == {"l": written.channels["l"]}
+    # a list that does not start with the loaded objects is hashed from scratch, still right
+    calls.clear()
+    other = [Counted(i) for i in range(51)]
+    d = fresh.digest_state("t", {"l": other}, {"l": 5}, {"l"})
+    assert len(calls) == 51 and d.channels["l"] == _scratch_fb(other, fallback)
+
+
+def test_release_drops_the_element_references_and_malformed_stored_hashes_are_ignored() -> None:
+    import weakref
+
+    hasher = StateHasher()
+    history = [HumanMessage(f"m{i}") for i in range(10)]
+    probe = weakref.ref(history[0])
+    hasher.digest_state("t", {"messages": history}, {"messages": 1}, {"messages"})
+    assert hasher.cache_sizes()["lists"] == 1
+    hasher.release("other")
+    assert hasher.cache_sizes()["lists"] == 1
+    hasher.release("t")
+    assert hasher.cache_sizes()["lists"] == 0 and hasher.cache_sizes()["list_bytes"] == 0
+    del history
+    assert probe() is None, "the hasher still holds an element of a released list"
+    # a planted hash that is not 32 hex chars does not become a chain
+    for bad in ("zz" * 16, "ab", ""):
+        hasher.adopt(
+            "u", {"messages": [HumanMessage("a")]}, {"messages": 1}, {"messages": (bad, 9)}
+        )
+        assert hasher.cache_sizes()["lists"] == 0

@@ -217,7 +217,7 @@ PLANTED: dict[str, Any] = {
     "string": "not telemetry",
     "list": [1, "two", None, [3]],
     "v1_with_garbage": {
-        "v": 1,
+        "v": names.META_FORMAT_VERSION,
         "state_hash": 42,
         "channels": {"n": ["not-a-hash"], "7": "x"},
         "nodes": "write",
@@ -225,7 +225,7 @@ PLANTED: dict[str, Any] = {
         "resume": "yes",
         "extra": {"deep": [1, 2, 3]},
     },
-    "v2": {"v": 2, "state_hash": "abc"},
+    "future_format": {"v": 99, "state_hash": "abc"},
     "huge_dict": {f"key-{i}": "x" * 32 for i in range(20_000)},
 }
 

@@ -135,7 +135,7 @@ def test_each_field_is_validated_on_its_own() -> None:
     stored = read_stored_telemetry(
         {
             names.METADATA_KEY: {
-                "v": 1,
+                "v": names.META_FORMAT_VERSION,
                 "state_hash": "s",
                 "channels": {
                     "ok": ["h", 3],
@@ -165,7 +165,7 @@ def test_each_field_is_validated_on_its_own() -> None:
     broken = read_stored_telemetry(
         {
             names.METADATA_KEY: {
-                "v": 1,
+                "v": names.META_FORMAT_VERSION,
                 "state_hash": ["s"],
                 "channels": None,
                 "nodes": {"a": 1},
@@ -186,3 +186,25 @@ def test_each_field_is_validated_on_its_own() -> None:
         metadata = {names.METADATA_KEY: foreign}
         assert without_stored_telemetry(metadata) is metadata
     assert read_stored_telemetry(["not", "a", "mapping"]) is None  # type: ignore[arg-type]
+
+
+def test_an_earlier_format_is_hidden_and_its_hashes_are_not_compared() -> None:
+    """Format 1 stored list hashes of another construction: read, hidden from callers, but its
+    hashes are dropped so no reader compares them with current ones (nodes, trace context and
+    resume still count)."""
+    old = {
+        "v": 1,
+        "state_hash": "a" * 32,
+        "channels": {"messages": ["b" * 32, 40]},
+        "nodes": ["agent"],
+        "resume": {"kind": "crash", "from": "c1"},
+        "traceparent": "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01",
+    }
+    stored = read_stored_telemetry({names.METADATA_KEY: old})
+    assert stored is not None
+    assert stored.state_hash is None and dict(stored.channels) == {}
+    assert stored.nodes == ("agent",) and stored.resume == ("crash", "c1")
+    assert stored.carrier["traceparent"] == old["traceparent"]
+    assert without_stored_telemetry({"step": 1, names.METADATA_KEY: old}) == {"step": 1}
+    unknown = {**old, "v": 99}
+    assert read_stored_telemetry({names.METADATA_KEY: unknown}) is None

@@ -6,8 +6,9 @@ Canonical encoding
 ------------------
 Every value is turned into a self-delimiting, type-tagged byte string. Equal values give equal
 bytes whatever the dict insertion order, the set iteration order, the process, the host or
-``PYTHONHASHSEED``. A channel hash is ``blake2b(encoding, digest_size=16).hexdigest()`` and a
-channel size is ``len(encoding)``.
+``PYTHONHASHSEED``. A value's hash is ``blake2b(encoding, digest_size=16).hexdigest()``, except
+for a ``list`` (a message history), whose hash is a chain over its elements (see below). A
+channel size is ``len(encoding)`` in every case.
 
 ==========================  ===================================================================
 value                       encoding
@@ -54,20 +55,32 @@ are dropped from the dict entries of the fields in :data:`TOOL_CALL_FIELDS`, of
 blocks such as Anthropic ``tool_use``). Everything else, including ``content``, ``name``, tool
 names and arguments, is hashed.
 
+List hashes: a chain that can be continued
+------------------------------------------
+The hash of a ``list`` is ``c_n`` where ``c_0 = blake2b(b"", person=LIST_PERSON)`` and
+``c_i = blake2b(encoding(element_i), key=c_(i-1), person=LIST_PERSON)`` (all 16-byte
+digests, the hash is ``c_n`` in hex). Appending elements continues the chain from the stored
+hash alone: no earlier element has to be encoded, or even kept, to hash the longer list. This
+is what makes the cost of a put follow the change after a restart too: the hash stored in the
+loaded checkpoint's metadata *is* the state to continue from (see :meth:`StateHasher.adopt`).
+Lists nested inside other values are encoded inline like any container.
+
 Incremental hashing and its limitation
 --------------------------------------
-:class:`StateHasher` reuses the digest of an unchanged channel (same scope, channel and
-version) from a bounded LRU cache. For a changed channel whose value is a ``list`` it keeps,
-per (scope, channel), the previous list's elements and a blake2b state fed with their
-encodings; when the new list starts with the very same element *objects* (identity), only the
-new elements are encoded. Known limitation: an element mutated *in place* after it was hashed
-(same object, different content) is not seen by this prefix reuse; the from-scratch hash of
-the same list would differ. LangGraph reducers such as ``add_messages`` build new lists and
-replace messages by new objects, so this does not happen with them. The identity check costs
-a copy of the list (``tuple(value)``) and an identity test of the prefix (a memcmp of the element
-pointers on CPython, ``operator.is_`` elsewhere: see ``starts_with_same_objects``), a few
-nanoseconds per element; the memos keep the last list of up to ``max_list_memos``
-(scope, channel) pairs alive.
+:class:`StateHasher` reuses the digest of an unchanged channel (same scope, channel and version)
+from a bounded LRU cache of each (scope, channel)'s last digest. For a changed channel whose
+value is a ``list`` it keeps, per (scope, channel), the chain over the elements it last hashed,
+their count, and references to those element *objects*; when the new list starts with the very
+same objects (identity), only the new elements are encoded. The references exist only to make
+that identity test exact: a run's own channels hold the same objects, so they cost nothing while
+the run lasts, and :meth:`StateHasher.release` drops them when it ends (the next run continues
+from the loaded checkpoint's stored hash). Known limitation: an element mutated *in place* after
+it was hashed (same object, different content) is not seen by this prefix reuse; the
+from-scratch hash of the same list would differ. LangGraph reducers such as ``add_messages``
+build new lists and replace messages by new objects, so this does not happen with them. The
+identity check costs a copy of the list (``tuple(value)``) and an identity test of the prefix (a
+memcmp of the element pointers on CPython, ``operator.is_`` elsewhere: see
+``starts_with_same_objects``), a few nanoseconds per element.
 """
 
 from __future__ import annotations
@@ -93,6 +106,7 @@ from langgraph.types import Send
 from langgraph.checkpoint.otel.bounded import BoundedDict
 
 __all__ = [
+    "LIST_PERSON",
     "MAX_DEPTH",
     "TOOL_CALL_FIELDS",
     "VOLATILE_MESSAGE_FIELDS",
@@ -124,6 +138,9 @@ TOOL_CALL_FIELDS: Final[frozenset[str]] = frozenset(
 MAX_DEPTH: Final[int] = 200
 
 _DIGEST_SIZE: Final[int] = 16
+#: blake2b personalisation of the list chain (keeps list hashes apart from all other hashes).
+LIST_PERSON: Final[bytes] = b"lg.list.chain.v2"
+_LIST_SEED: Final[bytes] = hashlib.blake2b(digest_size=_DIGEST_SIZE, person=LIST_PERSON).digest()
 
 
 @dataclass(frozen=True, slots=True)
@@ -608,10 +625,41 @@ def canonical_encode(value: Any, *, fallback: _Fallback | None = None) -> bytes:
 
 
 def hash_value(value: Any, *, fallback: _Fallback | None = None) -> str:
-    """Return the 32-hex-char blake2b digest of ``canonical_encode(value)``."""
+    """Return the 32-hex-char hash of ``value``: blake2b of ``canonical_encode(value)``, or for
+    a ``list`` the element chain described in the module docstring."""
+    ctx = _Ctx(fallback)
+    if type(value) is list:
+        return _chain_list(_LIST_SEED, value, value, ctx)[0].hex()
     buf = bytearray()
-    _encode_into(value, buf, _Ctx(fallback))
+    _encode_into(value, buf, ctx)
     return hashlib.blake2b(buf, digest_size=_DIGEST_SIZE).hexdigest()
+
+
+def _chain_list(
+    chain: bytes, container: list[Any], items: Sequence[Any], ctx: _Ctx
+) -> tuple[bytes, int]:
+    """Continue a list chain over `items` (elements of `container`).
+
+    Returns the new chain and the bytes the elements encode to.
+    """
+    ctx.active.add(id(container))
+    ctx.depth = 1
+    handlers = _HANDLERS
+    blake2b = hashlib.blake2b
+    size = 0
+    buf = bytearray()
+    try:
+        for x in items:
+            h = handlers.get(type(x))
+            if h is None:
+                h = _resolve(type(x))
+            h(x, buf, ctx)
+            chain = blake2b(buf, digest_size=_DIGEST_SIZE, key=chain, person=LIST_PERSON).digest()
+            size += len(buf)
+            buf.clear()
+    except RecursionError:
+        raise UnhashableValueError("list", reason="nested too deeply (recursion limit)") from None
+    return chain, size
 
 
 def combine_state_hash(channel_hashes: Mapping[str, str]) -> str:
@@ -700,19 +748,29 @@ _MAX_CHUNKS: Final = 32
 
 
 class _ListMemo:
-    __slots__ = ("chunks", "count", "hasher", "prefix_size", "version")
+    __slots__ = ("chain", "chunks", "count", "size", "version")
 
     def __init__(
-        self, chunks: list[tuple[Any, ...]], hasher: Any, prefix_size: int, version: object
+        self, chunks: list[tuple[Any, ...]], chain: bytes, size: int, version: object
     ) -> None:
-        self.chunks = chunks  # the elements already fed to ``hasher``, in order (strong refs)
+        self.chunks = chunks  # the element objects the chain covers, in order (identity test)
         self.count = sum(map(len, chunks))
+        self.chain = chain  # the list chain over those elements (module docstring)
+        self.size = size  # bytes those elements encode to
         self.version = version  # the channel version the elements were hashed at
-        self.hasher = hasher  # blake2b fed with b"[" + element encodings, never finalized
-        self.prefix_size = prefix_size  # bytes fed to ``hasher``
 
 
 _MISSING: Final[object] = object()
+
+
+def _chain_from_hex(text: str) -> bytes | None:
+    """A stored list hash as the chain to continue, or None if it is not 32 hex chars."""
+    if len(text) != 2 * _DIGEST_SIZE:
+        return None
+    try:
+        return bytes.fromhex(text)
+    except ValueError:
+        return None
 
 
 class StateHasher:
@@ -722,15 +780,17 @@ class StateHasher:
     example ``(thread_id, checkpoint_ns)``). Thread-safe.
 
     Args:
-        max_entries: bound of the (scope, channel, version) digest cache and of the
-            (scope, channel) "last digest seen" memo.
+        max_entries: bound of the cache of the last digest (and its version) of each
+            (scope, channel).
         fallback: turns a value of an unknown type into bytes (type-tagged with its class
             qualname); without it such values raise :class:`UnhashableValueError`.
-        max_list_memos: bound on the memos that hold a strong reference to the last list of a
-            (scope, channel) and its running hash (the memory they keep alive is the lists).
-        max_list_memo_bytes: bound on the size of the lists those memos keep alive, measured
-            as their canonical encoding (least recently used memos are dropped beyond it; a
-            dropped memo only means the next digest of that list starts from scratch).
+        max_list_memos: bound on the memos that keep, per (scope, channel), the chain of the
+            last list hashed and references to its elements (dropped by `release` when a run
+            ends; outside runs these bounds alone apply).
+        max_list_memo_bytes: bound on the size of the elements those memos keep referenced,
+            measured as their canonical encoding (least recently used memos are dropped beyond
+            it; a dropped memo only means the next digest of that list starts from scratch, or
+            from the loaded checkpoint's stored hash, see `adopt`).
     """
 
     def __init__(
@@ -748,14 +808,15 @@ class StateHasher:
         self.max_entries = max_entries
         self.max_list_memos = min(max_list_memos, max_entries)
         self._fallback = fallback
-        self._digests: BoundedDict[tuple[Hashable, str, object], ChannelDigest] = BoundedDict(
-            max_entries
+        self._digests: BoundedDict[tuple[Hashable, str], tuple[object, ChannelDigest]] = (
+            BoundedDict(max_entries)
         )
-        self._last: BoundedDict[tuple[Hashable, str], ChannelDigest] = BoundedDict(max_entries)
+        """(scope, channel) -> (version, digest) of the last value digested: reused while the
+        version stays, and the `previous` digest when it changes."""
         self.max_list_memo_bytes = max_list_memo_bytes
         self._lists: OrderedDict[tuple[Hashable, str], _ListMemo] = OrderedDict()
         self._list_bytes = 0
-        """Sum of the kept memos' `prefix_size`: what the lists they keep alive encode to."""
+        """Sum of the kept memos' `size`: what the elements they keep alive encode to."""
         self._lock = threading.Lock()
 
     def cache_sizes(self) -> dict[str, int]:
@@ -763,7 +824,6 @@ class StateHasher:
         with self._lock:
             return {
                 "digests": len(self._digests),
-                "last": len(self._last),
                 "lists": len(self._lists),
                 "list_bytes": self._list_bytes,
             }
@@ -772,7 +832,6 @@ class StateHasher:
         """Drop the cached digests and memos of every scope that is `stale`."""
         with self._lock:
             self._digests.evict(lambda key: stale(key[0]))
-            self._last.evict(lambda key: stale(key[0]))
             for key in [key for key in self._lists if stale(key[0])]:
                 self._drop_memo(key)
 
@@ -780,30 +839,60 @@ class StateHasher:
         """Drop every cached digest and memo."""
         with self._lock:
             self._digests.clear()
-            self._last.clear()
             self._lists.clear()
             self._list_bytes = 0
 
     def adopt(
-        self, scope: Hashable, values: Mapping[str, Any], versions: Mapping[str, object]
+        self,
+        scope: Hashable,
+        values: Mapping[str, Any],
+        versions: Mapping[str, object],
+        stored: Mapping[str, tuple[str, int]] | None = None,
     ) -> None:
-        """Let list memos refer to freshly loaded copies of the lists they hashed.
+        """Continue from a freshly loaded checkpoint instead of hashing it again.
 
-        A run reloads its state from the saver as new objects; where a list channel's version
-        is the one a memo hashed, the loaded list equals it, so the memo adopts the loaded
-        elements and the next append is hashed incrementally again.
+        `stored` are the (hash, size) pairs the checkpoint's metadata holds, written by this
+        hasher's construction when the channel was at the loaded version: they become the
+        cached digests of the loaded versions, and a list channel's stored hash becomes the chain
+        its next append continues from (with the loaded elements as the identity prefix). So
+        the first put after a restart, or after the caches dropped the thread, costs what the
+        change costs. Without `stored`, a memo that hashed the very version loaded adopts the
+        loaded elements (a reload gives new objects equal to the old).
         """
+        stored = stored or {}
         for channel, value in values.items():
-            if type(value) is not list:
+            version = versions.get(channel, _MISSING)
+            if version is _MISSING:
                 continue
+            entry = stored.get(channel)
+            chain = _chain_from_hex(entry[0]) if entry is not None else None
             with self._lock:
-                memo = self._lists.get((scope, channel))
-                if (
-                    memo is not None
-                    and memo.version == versions.get(channel, _MISSING)
-                    and memo.count == len(value)
-                ):
+                if entry is not None:
+                    self._digests[(scope, channel)] = (
+                        version,
+                        ChannelDigest(entry[0], entry[1], _count(value)),
+                    )
+                if type(value) is not list:
+                    continue
+                key = (scope, channel)
+                memo = self._lists.get(key)
+                if entry is not None and chain is not None and entry[1] >= 2:
+                    if self.max_list_memos and entry[1] - 2 <= self.max_list_memo_bytes:
+                        self._store_memo(
+                            key, _ListMemo([tuple(value)], chain, entry[1] - 2, version)
+                        )
+                elif memo is not None and memo.version == version and memo.count == len(value):
                     memo.chunks = [tuple(value)]
+
+    def release(self, scope: Hashable) -> None:
+        """Drop the element references kept for `scope`'s lists (a run on it ended).
+
+        The next run continues from its loaded checkpoint (see `adopt`); nothing of the values
+        stays alive here between runs.
+        """
+        with self._lock:
+            for key in [key for key in self._lists if key[0] == scope]:
+                self._drop_memo(key)
 
     # -- digesting --
 
@@ -815,46 +904,30 @@ class StateHasher:
             memo = self._lists.get(key)
             if memo is not None:
                 self._lists.move_to_end(key)
-        ctx = _Ctx(self._fallback)
-        buf = bytearray()
         if memo is not None and starts_with_same_objects(value, memo.chunks):
-            # the list starts with the very objects already hashed: encode only the rest
-            hasher = memo.hasher.copy()
-            size = memo.prefix_size
+            # the list starts with the very objects already hashed: chain only the rest
+            chain, size = memo.chain, memo.size
             fresh = tuple(value[memo.count :])
             chunks = [*memo.chunks, fresh] if fresh else list(memo.chunks)
             if len(chunks) > _MAX_CHUNKS:
                 chunks = [tuple(value)]
         else:
-            hasher = hashlib.blake2b(digest_size=_DIGEST_SIZE)
-            buf += b"["
-            size = 0
+            chain, size = _LIST_SEED, 0
             fresh = tuple(value)  # a stable copy: ``value`` may be mutated later
             chunks = [fresh]
-        ctx.active.add(id(value))
-        ctx.depth = 1
-        try:
-            _enc_items(fresh, buf, ctx)
-        except RecursionError:
-            raise UnhashableValueError(
-                "list", reason="nested too deeply (recursion limit)"
-            ) from None
-        hasher.update(buf)
-        size += len(buf)
-        final = hasher.copy()
-        final.update(b"]")
-        digest = ChannelDigest(final.hexdigest(), size + 1, len(value))
+        chain, added = _chain_list(chain, value, fresh, _Ctx(self._fallback))
+        size += added
         if self.max_list_memos and size <= self.max_list_memo_bytes:
             with self._lock:
-                self._store_memo(key, _ListMemo(chunks, hasher, size, version))
-        return digest
+                self._store_memo(key, _ListMemo(chunks, chain, size, version))
+        return ChannelDigest(chain.hex(), size + 2, len(value))
 
     def _store_memo(self, key: tuple[Hashable, str], memo: _ListMemo) -> None:
         """Keep `memo`, then drop the least recently used ones beyond both bounds (call with
         the lock held)."""
         self._drop_memo(key)
         self._lists[key] = memo
-        self._list_bytes += memo.prefix_size
+        self._list_bytes += memo.size
         while self._lists and (
             len(self._lists) > self.max_list_memos or self._list_bytes > self.max_list_memo_bytes
         ):
@@ -863,7 +936,7 @@ class StateHasher:
     def _drop_memo(self, key: tuple[Hashable, str]) -> None:
         memo = self._lists.pop(key, None)
         if memo is not None:
-            self._list_bytes -= memo.prefix_size
+            self._list_bytes -= memo.size
 
     def _compute(self, scope: Hashable, channel: str, value: Any, version: object) -> ChannelDigest:
         try:
@@ -886,9 +959,9 @@ class StateHasher:
     ) -> StateDigest:
         """Digest every channel of ``values``.
 
-        Channels not in ``changed`` whose (scope, channel, version) digest is cached are not
-        encoded again. Channels without a version in ``versions`` are always encoded (but not
-        reported as changed).
+        Channels not in ``changed`` whose digest at this version is cached (the last one of each
+        (scope, channel)) are not encoded again. Channels without a version in ``versions`` are
+        always encoded (but not reported as changed).
 
         Raises:
             UnhashableValueError: a channel value cannot be encoded (``.channel`` names it).
@@ -902,24 +975,25 @@ class StateHasher:
         for channel, value in values.items():
             version = versions.get(channel, _MISSING)
             is_changed = channel in changed_set
+            key = (scope, channel)
+            with self._lock:
+                cached = self._digests.get(key)
             digest: ChannelDigest | None = None
-            dkey = (scope, channel, version)
-            if not is_changed and version is not _MISSING:
+            if (
+                cached is not None
+                and not is_changed
+                and version is not _MISSING
+                and cached[0] == version
+            ):
+                digest = cached[1]
                 with self._lock:
-                    digest = self._digests.get(dkey)
-                    if digest is not None:
-                        self._digests.move_to_end(dkey)
+                    self._digests.move_to_end(key)
             if digest is None:
                 digest = self._compute(scope, channel, value, version)
+                if is_changed and cached is not None:
+                    previous[channel] = cached[1]
                 with self._lock:
-                    if version is not _MISSING:
-                        self._digests[dkey] = digest
-                    lkey = (scope, channel)
-                    if is_changed:
-                        prev = self._last.get(lkey)
-                        if prev is not None:
-                            previous[channel] = prev
-                    self._last[lkey] = digest
+                    self._digests[key] = (version, digest)
             if is_changed:
                 changed_present.append(channel)
                 written += digest.size

@@ -118,7 +118,12 @@ META_RESUME: Final = "resume"
 """{"kind", "from"} on the first checkpoint a resumed run wrote."""
 META_CARRIER_KEYS: Final = ("traceparent", "tracestate")
 """W3C trace context of the put span that wrote the checkpoint (never baggage)."""
-META_FORMAT_VERSION: Final = 1
+META_FORMAT_VERSION: Final = 2
+"""Format of the stored value. 2: list channel hashes are element chains (see hashing); a
+format-1 value (list hashes of the whole encoding) is still read and hidden, but its hashes are
+not compared with the current ones."""
+META_FORMAT_VERSIONS: Final = (1, 2)
+"""Every format the wrapper has written."""
 
 
 def spans() -> dict[str, str]:

@@ -532,6 +532,7 @@ class CheckpointObserver:
         with self._lock:
             if self._runs.get(scope) is run:
                 del self._runs[scope]
+        self._hasher.release(scope)
         self.telemetry.end_run(run.trace, outcome, error)
 
     def _run_trace(self, scope: Scope) -> RunTrace | None:
@@ -569,6 +570,7 @@ class CheckpointObserver:
                     scope,
                     result.checkpoint.get("channel_values") or {},
                     result.checkpoint.get("channel_versions") or {},
+                    stored.channels if stored is not None else None,
                 )
             self.telemetry.count_resume(resume.kind)
         op.set(attributes)

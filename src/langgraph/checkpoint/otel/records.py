@@ -159,19 +159,21 @@ def read_stored_telemetry(metadata: Mapping[str, Any] | None) -> StoredTelemetry
     Every field is validated on its own and a malformed one is dropped (a channel entry that
     is not ``[str hash, non-negative int size]``, a node that is not a str, a resume without
     str kind and from, a carrier value that is not a str): stored metadata can be edited or
-    corrupted, and a reader never raises on it.
+    corrupted, and a reader never raises on it. Hashes of an earlier format are left out
+    (another construction: comparing them with current ones would report false changes).
     """
     value = metadata.get(names.METADATA_KEY) if isinstance(metadata, Mapping) else None
     if not _is_stored_telemetry(value):
         return None
+    current = value.get(names.META_FORMAT) == names.META_FORMAT_VERSION
     channels: dict[str, tuple[str, int]] = {}
-    raw_channels = value.get(names.META_CHANNELS)
+    raw_channels = value.get(names.META_CHANNELS) if current else None
     if isinstance(raw_channels, Mapping):
         for name, pair in raw_channels.items():
             entry = _channel_entry(pair)
             if isinstance(name, str) and entry is not None:
                 channels[name] = entry
-    state_hash = value.get(names.META_STATE_HASH)
+    state_hash = value.get(names.META_STATE_HASH) if current else None
     raw_nodes = value.get(names.META_NODES)
     nodes = (
         tuple(n for n in raw_nodes if isinstance(n, str))
@@ -226,14 +228,14 @@ _STORED_KEYS = frozenset(
 
 
 def _is_stored_telemetry(value: Any) -> TypeGuard[Mapping[str, Any]]:
-    """Whether `value` has the wrapper's shape: format 1 and none but the wrapper's keys (a
+    """Whether `value` has the wrapper's shape: a known format and none but its keys (a
     user's own value under the key, which the wrapper keeps, has other keys or no format)."""
     if not isinstance(value, Mapping):
         return False
     version = value.get(names.META_FORMAT)
     return (
         type(version) is int
-        and version == names.META_FORMAT_VERSION
+        and version in names.META_FORMAT_VERSIONS
         and all(key in _STORED_KEYS for key in value)
     )
 
