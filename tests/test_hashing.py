@@ -18,16 +18,19 @@ from typing import Any
 
 import pytest
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
+from langgraph.types import Send
 from pydantic import BaseModel, ConfigDict
 
 from langgraph.checkpoint.otel.hashing import (
     LIST_PERSON,
+    NESTED_CHAIN_MIN,
     VOLATILE_MESSAGE_FIELDS,
     ChannelDigest,
     StateHasher,
     UnhashableValueError,
     canonical_encode,
     combine_state_hash,
+    digest_value,
     hash_value,
 )
 
@@ -36,32 +39,85 @@ from langgraph.checkpoint.otel.hashing import (
 # --------------------------------------------------------------------------------------------
 
 
-def test_hash_is_blake2b_16_of_the_canonical_encoding() -> None:
-    value = {"a": [1, 2.5, "x", None, True], "b": b"\x00\x01"}
-    h = hash_value(value)
+def _chain(elements: list[Any]) -> bytes:
+    chain = hashlib.blake2b(digest_size=16, person=LIST_PERSON).digest()
+    for element in elements:
+        digest = hashlib.blake2b(_digest_form(element), digest_size=16).digest()
+        chain = hashlib.blake2b(digest, digest_size=16, key=chain, person=LIST_PERSON).digest()
+    return chain
+
+
+def _digest_form(value: Any) -> bytes:
+    """The documented hashing form, rebuilt from `canonical_encode` for lists of scalars and
+    dicts of them: every nested list of 8 or more elements replaced by ``L`` + its chain."""
+    if isinstance(value, list):
+        if len(value) < NESTED_CHAIN_MIN:
+            return b"[" + b"".join(map(_digest_form, value)) + b"]"
+        return b"L" + _chain(value)
+    if isinstance(value, dict):
+        pairs = sorted((canonical_encode(k), _digest_form(v)) for k, v in value.items())
+        return b"{" + b"".join(k + v for k, v in pairs) + b"}"
+    return canonical_encode(value)
+
+
+def test_hash_is_blake2b_16_of_the_digest_form_of_the_canonical_encoding() -> None:
+    flat = {"a": 1, "b": b"\x00\x01", "c": "x"}
+    assert hash_value(flat) == hashlib.blake2b(canonical_encode(flat), digest_size=16).hexdigest()
+    nested = {
+        "a": [1, 2.5, "x", None, True],
+        "b": b"\x00\x01",
+        "d": {"e": [[1], [], list(range(9))]},
+        "f": list(range(8)),
+    }
+    h = hash_value(nested)
     assert len(h) == 32
-    assert int(h, 16) >= 0
-    assert h == hashlib.blake2b(canonical_encode(value), digest_size=16).hexdigest()
+    assert h == hashlib.blake2b(_digest_form(nested), digest_size=16).hexdigest()
+    # the reported size is the inline encoding's, whatever the hashing form
+    assert digest_value(nested).size == len(canonical_encode(nested))
 
 
-def test_a_list_hash_is_a_chain_over_its_element_encodings() -> None:
+def test_a_list_hash_is_a_chain_over_its_element_digests() -> None:
     """The documented construction, rebuilt here from the encoding alone."""
     elements: list[Any] = [{"a": 1}, "two", [3, 4.0], None]
-    chain = hashlib.blake2b(digest_size=16, person=LIST_PERSON).digest()
-    assert hash_value([]) == chain.hex()
-    for element in elements:
-        chain = hashlib.blake2b(
-            canonical_encode(element), digest_size=16, key=chain, person=LIST_PERSON
-        ).digest()
-    assert hash_value(elements) == chain.hex()
+    assert hash_value([]) == _chain([]).hex()
+    assert hash_value(elements) == _chain(elements).hex()
     # a list differs from the tuple with the same elements, and from the list one shorter
     assert hash_value(elements) != hash_value(tuple(elements))
     assert hash_value(elements) != hash_value(elements[:-1])
-    # nested lists are encoded inline: the outer value's hash is blake2b of its encoding
-    nested = {"m": elements}
+    # a long list nested in another value hashes as its chain there too; a short one inline
+    long = elements * 2
     assert (
-        hash_value(nested) == hashlib.blake2b(canonical_encode(nested), digest_size=16).hexdigest()
+        hash_value({"m": long})
+        == hashlib.blake2b(
+            b"{" + canonical_encode("m") + b"L" + _chain(long) + b"}", digest_size=16
+        ).hexdigest()
     )
+    assert (
+        hash_value({"m": elements})
+        == hashlib.blake2b(
+            b"{" + canonical_encode("m") + _digest_form(elements) + b"}", digest_size=16
+        ).hexdigest()
+    )
+
+
+def test_sizes_are_inline_encoding_lengths_for_every_shape() -> None:
+    msg = AIMessage(
+        "hi", tool_calls=[{"name": "t", "args": {"q": [1, [2, {"r": [3]}]]}, "id": "c"}]
+    )
+    shapes: list[Any] = [
+        [],
+        [[]],
+        [[[1]], {"a": [2, [3]]}],
+        {"a": [1, 2], "b": ({"c": [3]},), "s": {1, 2}},
+        [msg, HumanMessage("x"), [msg]],
+        (1, [2, [3, [4]]]),
+        [Send("n", {"messages": [msg] * 9})],
+    ]
+    for value in shapes:
+        assert digest_value(value).size == len(canonical_encode(value)), value
+        hasher = StateHasher()
+        digest = hasher.digest_state("t", {"c": value}, {"c": 1}, {"c"})
+        assert digest.channels["c"] == digest_value(value)
 
 
 def test_dict_insertion_order_does_not_matter() -> None:
@@ -586,7 +642,7 @@ def test_caches_stay_bounded() -> None:
     assert (sizes["digests"], sizes["lists"]) == (8, 3)
     assert sizes["list_bytes"] > 0
     hasher.clear()
-    assert hasher.cache_sizes() == {"digests": 0, "lists": 0, "list_bytes": 0}
+    assert hasher.cache_sizes() == {"digests": 0, "lists": 0, "messages": 0, "list_bytes": 0}
 
 
 def test_list_memos_stay_within_their_byte_budget() -> None:

@@ -2,7 +2,7 @@
 
 A fresh wrapper over the same database (what a restarted process has: no cache) continues each
 message list's hash from the loaded checkpoint's stored hash, so the first put of its run
-encodes the new messages only, and every stored hash equals the from-scratch one.
+encodes each new message once, the history never, and every stored hash equals the from-scratch one.
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from langchain_core.messages import BaseMessage
 from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 
@@ -22,18 +23,19 @@ from langgraph.checkpoint.otel import hashing, instrument, names, stored_history
 TURNS = 6
 
 
-class ChainedCounts:
-    """How many elements each list-chain call encoded, per call (patched in)."""
+class EncodedMessages:
+    """How many messages were encoded (a digest computed, not reused), per call (patched)."""
 
     def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
         self.counts: list[int] = []
-        original = hashing._chain_list
+        original = hashing._element_digest
 
-        def counting(chain: bytes, container: list[Any], items: Any, ctx: Any) -> Any:
-            self.counts.append(len(items))
-            return original(chain, container, items, ctx)
+        def counting(x: Any, ctx: Any) -> Any:
+            if isinstance(x, BaseMessage) and id(x) not in ctx.elements:
+                self.counts.append(1)
+            return original(x, ctx)
 
-        monkeypatch.setattr(hashing, "_chain_list", counting)
+        monkeypatch.setattr(hashing, "_element_digest", counting)
 
 
 def wrapped(inner: Any, otel: OTel) -> Any:
@@ -66,14 +68,15 @@ def test_a_restarted_process_hashes_only_the_new_messages(
         history = len(agent.get_state(config).values["messages"])
     assert history >= 3 * TURNS
 
-    counts = ChainedCounts(monkeypatch)
+    counts = EncodedMessages(monkeypatch)
     with SqliteSaver.from_conn_string(str(path)) as inner:  # the restarted process
         saver = wrapped(inner, otel)
         agent = agents.react_agent(saver)
         agent.invoke(agents.question("after the restart"), config)
         added = len(agent.get_state(config).values["messages"]) - history
         assert counts.counts, "nothing was hashed"
-        assert max(counts.counts) <= added, (counts.counts, added, history)
+        # each new message once, and the input once more inside `__start__`
+        assert sum(counts.counts) <= 2 * added, (sum(counts.counts), added, history)
         assert saver.observer.cache_sizes()["hasher_lists"] == 0  # released as the run ended
         assert assert_stored_hashes_are_from_scratch(saver, config) > 3 * TURNS
 
@@ -94,9 +97,9 @@ def test_async_runs_continue_from_the_loaded_checkpoint_too(
             return saver.observer.cache_sizes(), len(state.values["messages"])
 
     _, history = asyncio.run(turns(TURNS, "turn"))
-    counts = ChainedCounts(monkeypatch)
+    counts = EncodedMessages(monkeypatch)
     sizes, total = asyncio.run(turns(1, "after the restart"))
-    assert counts.counts and max(counts.counts) <= total - history, (counts.counts, history)
+    assert counts.counts and sum(counts.counts) <= 2 * (total - history), (counts.counts, history)
     assert sizes["hasher_lists"] == 0
     with SqliteSaver.from_conn_string(str(path)) as inner:
         assert assert_stored_hashes_are_from_scratch(wrapped(inner, otel), config) > 3 * TURNS

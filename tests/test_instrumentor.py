@@ -364,6 +364,17 @@ def _json_objects(text: str) -> list[Any]:
         i = end
 
 
+def other_instrumentations() -> list[str]:
+    """Names of the installed `opentelemetry-instrument` entry points other than this one."""
+    from importlib.metadata import entry_points
+
+    return sorted(
+        ep.name
+        for ep in entry_points(group="opentelemetry_instrumentor")
+        if not ep.value.startswith("langgraph.checkpoint.otel")
+    )
+
+
 @pytest.fixture(scope="module")
 def auto_instrumented_run(
     tmp_path_factory: pytest.TempPathFactory,
@@ -384,6 +395,9 @@ def auto_instrumented_run(
         OTEL_METRICS_EXPORTER="none",
         OTEL_LOGS_EXPORTER="none",
         OTEL_SERVICE_NAME="test",
+        # other instrumentations installed here (`make bench` adds the LangChain peers) would
+        # add spans of their own: this run is about this library's alone
+        OTEL_PYTHON_DISABLED_INSTRUMENTATIONS=",".join(other_instrumentations()),
         PYTHONUNBUFFERED="1",
     )
     proc = subprocess.run(

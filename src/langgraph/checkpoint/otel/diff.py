@@ -25,8 +25,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from langgraph.checkpoint.otel.hashing import (
     UnhashableValueError,
-    canonical_encode,
     combine_state_hash,
+    digest_value,
     hash_value,
 )
 from langgraph.checkpoint.otel.options import InstrumentOptions
@@ -137,9 +137,8 @@ class _Side:
 
 def _computed_digest(value: Any) -> tuple[str, int]:
     try:
-        return hash_value(value, fallback=repr_bytes), len(
-            canonical_encode(value, fallback=repr_bytes)
-        )
+        digest = digest_value(value, fallback=repr_bytes)
+        return digest.hash, digest.size
     except UnhashableValueError:  # a reference cycle or extreme nesting
         data = repr_bytes(value)
         return hash_value(data), len(data)

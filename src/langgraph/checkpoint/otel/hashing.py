@@ -108,6 +108,7 @@ from langgraph.checkpoint.otel.bounded import BoundedDict
 __all__ = [
     "LIST_PERSON",
     "MAX_DEPTH",
+    "NESTED_CHAIN_MIN",
     "TOOL_CALL_FIELDS",
     "VOLATILE_MESSAGE_FIELDS",
     "VOLATILE_TOOL_CALL_KEYS",
@@ -117,6 +118,7 @@ __all__ = [
     "UnhashableValueError",
     "canonical_encode",
     "combine_state_hash",
+    "digest_value",
     "hash_value",
 ]
 
@@ -205,12 +207,43 @@ _U32: Final[int] = 1 << 32
 
 
 class _Ctx:
-    __slots__ = ("active", "depth", "fallback")
+    """State of one encoding: cycle and depth checks, and for hashing (``inline`` False) the
+    digests that make lists cheap (see "List hashes" in the module docstring)."""
 
-    def __init__(self, fallback: _Fallback | None) -> None:
+    __slots__ = (
+        "active",
+        "depth",
+        "elements",
+        "fallback",
+        "hidden",
+        "inline",
+        "memos",
+        "new_bytes",
+    )
+
+    def __init__(
+        self,
+        fallback: _Fallback | None,
+        *,
+        inline: bool = False,
+        memos: Sequence[_ListMemo] = (),
+        elements: dict[int, tuple[Any, bytes, int]] | None = None,
+    ) -> None:
         self.fallback = fallback
         self.active: set[int] = set()
         self.depth = 0
+        self.inline = inline
+        """Encode lists element by element (`canonical_encode`), not as their chain."""
+        self.hidden = 0
+        """Bytes of the inline encoding that digest form left out (sizes stay inline sizes)."""
+        self.elements: dict[int, tuple[Any, bytes, int]] = {} if elements is None else elements
+        """id -> (message, digest, inline size) of the messages digested (in this call, or
+        while the scope's memo lives: see `StateHasher`)."""
+        self.new_bytes = 0
+        """Inline size of the messages added to `elements` by this encoding."""
+        self.memos = memos
+        """Lists already hashed in this scope: a nested list that starts with one's elements
+        continues its chain (a `Send` carrying the graph's messages)."""
 
 
 def _qualname(t: type) -> str:
@@ -295,10 +328,56 @@ def _enc_items(items: Any, buf: bytearray, ctx: _Ctx) -> None:
 
 def _enc_list(v: list[Any], buf: bytearray, ctx: _Ctx) -> None:
     i = _enter(v, ctx)
-    buf += b"["
-    _enc_items(v, buf, ctx)
-    buf += b"]"
+    if ctx.inline or len(v) < NESTED_CHAIN_MIN:
+        buf += b"["
+        _enc_items(v, buf, ctx)
+        buf += b"]"
+    else:
+        chain, size = _list_chain(v, ctx)
+        buf += b"L"
+        buf += chain
+        ctx.hidden += size - 1 - _DIGEST_SIZE
     _leave(i, ctx)
+
+
+#: A list nested in another value is hashed as its chain from this many elements on (shorter
+#: ones, such as a message's tool calls, inline: cheaper).
+NESTED_CHAIN_MIN: Final = 8
+
+
+def _list_chain(v: list[Any], ctx: _Ctx) -> tuple[bytes, int]:
+    """The chain and inline size of a list (entered by the caller)."""
+    if len(v) >= NESTED_CHAIN_MIN:
+        for memo in ctx.memos:
+            if memo.count and starts_with_same_objects(v, memo.chunks):
+                chain, size = _chain_items(memo.chain, v[memo.count :], ctx)
+                return chain, memo.size + size + 2
+    chain, size = _chain_items(_LIST_SEED, v, ctx)
+    return chain, size + 2
+
+
+def _element_digest(x: Any, ctx: _Ctx) -> tuple[bytes, int]:
+    """blake2b of one list element's hashing form, and its inline size."""
+    h = _HANDLERS.get(type(x))
+    if h is None:
+        h = _resolve(type(x))
+    hidden = ctx.hidden
+    buf = bytearray()
+    h(x, buf, ctx)
+    size = len(buf) + ctx.hidden - hidden
+    ctx.hidden = hidden
+    return hashlib.blake2b(buf, digest_size=_DIGEST_SIZE).digest(), size
+
+
+def _chain_items(chain: bytes, items: Sequence[Any], ctx: _Ctx) -> tuple[bytes, int]:
+    """Continue a list chain over `items`; returns the chain and their inline size."""
+    blake2b = hashlib.blake2b
+    size = 0
+    for x in items:
+        digest, n = _element_digest(x, ctx)
+        chain = blake2b(digest, digest_size=_DIGEST_SIZE, key=chain, person=LIST_PERSON).digest()
+        size += n
+    return chain, size
 
 
 def _enc_tuple(v: tuple[Any, ...], buf: bytearray, ctx: _Ctx) -> None:
@@ -430,6 +509,12 @@ def _make_model_handler(t: type, *, message: bool) -> _Handler:
     handlers = _HANDLERS
 
     def handler(v: Any, buf: bytearray, ctx: _Ctx) -> None:
+        if message and not ctx.inline:
+            _message_reference(v, buf, ctx, inline_handler)
+            return
+        inline_handler(v, buf, ctx)
+
+    def inline_handler(v: Any, buf: bytearray, ctx: _Ctx) -> None:
         i = _enter(v, ctx)
         buf += head
         d = v.__dict__
@@ -458,6 +543,25 @@ def _make_model_handler(t: type, *, message: bool) -> _Handler:
 
     sorted_names = sorted(names, key=encoded_names.__getitem__)
     return handler
+
+
+def _message_reference(v: Any, buf: bytearray, ctx: _Ctx, inline: _Handler) -> None:
+    """Hashing form of a message: ``m`` + blake2b of its inline encoding, computed once per
+    message object while the scope's memo lives (a run), wherever the message appears."""
+    key = id(v)
+    hit = ctx.elements.get(key)
+    if hit is None or hit[0] is not v:
+        hidden = ctx.hidden
+        own = bytearray()
+        inline(v, own, ctx)
+        size = len(own) + ctx.hidden - hidden
+        ctx.hidden = hidden
+        hit = (v, hashlib.blake2b(own, digest_size=_DIGEST_SIZE).digest(), size)
+        ctx.elements[key] = hit
+        ctx.new_bytes += size
+    buf += b"m"
+    buf += hit[1]
+    ctx.hidden += hit[2] - 1 - _DIGEST_SIZE
 
 
 def _make_dataclass_handler(t: type) -> _Handler:
@@ -615,51 +719,47 @@ def serde_fallback(serde: Any) -> _Fallback:
 def canonical_encode(value: Any, *, fallback: _Fallback | None = None) -> bytes:
     """Return the canonical, type-tagged encoding of ``value`` (see the module docstring).
 
+    Its length is the size reported for a value; the hash is computed over a form of it in
+    which every list is replaced by its chain (see :func:`hash_value`).
+
     Raises:
         UnhashableValueError: ``value`` contains an object of a type with no canonical encoding
             and ``fallback`` is None, or a reference cycle.
     """
     buf = bytearray()
-    _encode_into(value, buf, _Ctx(fallback))
+    _encode_into(value, buf, _Ctx(fallback, inline=True))
     return bytes(buf)
 
 
 def hash_value(value: Any, *, fallback: _Fallback | None = None) -> str:
-    """Return the 32-hex-char hash of ``value``: blake2b of ``canonical_encode(value)``, or for
-    a ``list`` the element chain described in the module docstring."""
-    ctx = _Ctx(fallback)
-    if type(value) is list:
-        return _chain_list(_LIST_SEED, value, value, ctx)[0].hex()
-    buf = bytearray()
-    _encode_into(value, buf, ctx)
-    return hashlib.blake2b(buf, digest_size=_DIGEST_SIZE).hexdigest()
+    """Return the 32-hex-char hash of ``value`` (see the module docstring)."""
+    return digest_value(value, fallback=fallback).hash
 
 
-def _chain_list(
-    chain: bytes, container: list[Any], items: Sequence[Any], ctx: _Ctx
-) -> tuple[bytes, int]:
-    """Continue a list chain over `items` (elements of `container`).
+def digest_value(value: Any, *, fallback: _Fallback | None = None) -> ChannelDigest:
+    """Hash, size (``len(canonical_encode(value))``) and count of one value, in one pass."""
+    return _digest(value, _Ctx(fallback))
 
-    Returns the new chain and the bytes the elements encode to.
-    """
-    ctx.active.add(id(container))
-    ctx.depth = 1
-    handlers = _HANDLERS
-    blake2b = hashlib.blake2b
-    size = 0
-    buf = bytearray()
+
+def _digest(value: Any, ctx: _Ctx) -> ChannelDigest:
     try:
-        for x in items:
-            h = handlers.get(type(x))
-            if h is None:
-                h = _resolve(type(x))
-            h(x, buf, ctx)
-            chain = blake2b(buf, digest_size=_DIGEST_SIZE, key=chain, person=LIST_PERSON).digest()
-            size += len(buf)
-            buf.clear()
+        if type(value) is list:
+            ctx.active.add(id(value))
+            ctx.depth = 1
+            chain, size = _list_chain(value, ctx)
+            return ChannelDigest(chain.hex(), size, len(value))
+        hidden = ctx.hidden
+        buf = bytearray()
+        _encode_into(value, buf, ctx)
+        size = len(buf) + ctx.hidden - hidden
+        ctx.hidden = hidden
     except RecursionError:
-        raise UnhashableValueError("list", reason="nested too deeply (recursion limit)") from None
-    return chain, size
+        raise UnhashableValueError(
+            _qualname(type(value)), reason="nested too deeply (recursion limit)"
+        ) from None
+    return ChannelDigest(
+        hashlib.blake2b(buf, digest_size=_DIGEST_SIZE).hexdigest(), size, _count(value)
+    )
 
 
 def combine_state_hash(channel_hashes: Mapping[str, str]) -> str:
@@ -760,6 +860,22 @@ class _ListMemo:
         self.version = version  # the channel version the elements were hashed at
 
 
+class _ScopeMemo:
+    """What one scope's incremental hashing keeps: list memos by channel, and the digests of
+    the messages seen (with the message objects, so identities stay exact)."""
+
+    __slots__ = ("element_bytes", "elements", "lists")
+
+    def __init__(self) -> None:
+        self.lists: dict[str, _ListMemo] = {}
+        self.elements: dict[int, tuple[Any, bytes, int]] = {}
+        self.element_bytes = 0
+
+    @property
+    def size(self) -> int:
+        return self.element_bytes + sum(memo.size for memo in self.lists.values())
+
+
 _MISSING: Final[object] = object()
 
 
@@ -784,13 +900,13 @@ class StateHasher:
             (scope, channel).
         fallback: turns a value of an unknown type into bytes (type-tagged with its class
             qualname); without it such values raise :class:`UnhashableValueError`.
-        max_list_memos: bound on the memos that keep, per (scope, channel), the chain of the
-            last list hashed and references to its elements (dropped by `release` when a run
-            ends; outside runs these bounds alone apply).
+        max_list_memos: bound on the scopes whose list memos are kept: per (scope, channel)
+            the chain of the last list hashed and references to its elements (dropped by
+            `release` when a run ends; outside runs these bounds alone apply).
         max_list_memo_bytes: bound on the size of the elements those memos keep referenced,
-            measured as their canonical encoding (least recently used memos are dropped beyond
-            it; a dropped memo only means the next digest of that list starts from scratch, or
-            from the loaded checkpoint's stored hash, see `adopt`).
+            measured as their canonical encoding (least recently used scopes are dropped
+            beyond it; a dropped memo only means the next digest of that list starts from
+            scratch, or from the loaded checkpoint's stored hash, see `adopt`).
     """
 
     def __init__(
@@ -807,16 +923,17 @@ class StateHasher:
             raise ValueError(f"max_list_memos must be >= 0, got {max_list_memos!r}")
         self.max_entries = max_entries
         self.max_list_memos = min(max_list_memos, max_entries)
+        self.max_list_memo_bytes = max_list_memo_bytes
         self._fallback = fallback
         self._digests: BoundedDict[tuple[Hashable, str], tuple[object, ChannelDigest]] = (
             BoundedDict(max_entries)
         )
         """(scope, channel) -> (version, digest) of the last value digested: reused while the
         version stays, and the `previous` digest when it changes."""
-        self.max_list_memo_bytes = max_list_memo_bytes
-        self._lists: OrderedDict[tuple[Hashable, str], _ListMemo] = OrderedDict()
+        self._lists: OrderedDict[Hashable, _ScopeMemo] = OrderedDict()
+        """scope -> its memos, least recently used scope first."""
         self._list_bytes = 0
-        """Sum of the kept memos' `size`: what the elements they keep alive encode to."""
+        """Sum of the kept scopes' `size`: what the elements they keep alive encode to."""
         self._lock = threading.Lock()
 
     def cache_sizes(self) -> dict[str, int]:
@@ -824,7 +941,8 @@ class StateHasher:
         with self._lock:
             return {
                 "digests": len(self._digests),
-                "lists": len(self._lists),
+                "lists": sum(len(memo.lists) for memo in self._lists.values()),
+                "messages": sum(len(memo.elements) for memo in self._lists.values()),
                 "list_bytes": self._list_bytes,
             }
 
@@ -832,8 +950,17 @@ class StateHasher:
         """Drop the cached digests and memos of every scope that is `stale`."""
         with self._lock:
             self._digests.evict(lambda key: stale(key[0]))
-            for key in [key for key in self._lists if stale(key[0])]:
-                self._drop_memo(key)
+            for scope in [scope for scope in self._lists if stale(scope)]:
+                self._drop_scope(scope)
+
+    def release(self, scope: Hashable) -> None:
+        """Drop the element references kept for `scope`'s lists (a run on it ended).
+
+        The next run continues from its loaded checkpoint (see `adopt`); nothing of the values
+        stays alive here between runs.
+        """
+        with self._lock:
+            self._drop_scope(scope)
 
     def clear(self) -> None:
         """Drop every cached digest and memo."""
@@ -865,7 +992,6 @@ class StateHasher:
             if version is _MISSING:
                 continue
             entry = stored.get(channel)
-            chain = _chain_from_hex(entry[0]) if entry is not None else None
             with self._lock:
                 if entry is not None:
                     self._digests[(scope, channel)] = (
@@ -874,81 +1000,94 @@ class StateHasher:
                     )
                 if type(value) is not list:
                     continue
-                key = (scope, channel)
-                memo = self._lists.get(key)
+                chain = _chain_from_hex(entry[0]) if entry is not None else None
+                scope_memo = self._lists.get(scope)
+                memo = scope_memo.lists.get(channel) if scope_memo is not None else None
                 if entry is not None and chain is not None and entry[1] >= 2:
-                    if self.max_list_memos and entry[1] - 2 <= self.max_list_memo_bytes:
-                        self._store_memo(
-                            key, _ListMemo([tuple(value)], chain, entry[1] - 2, version)
-                        )
+                    self._store_memo(
+                        scope, channel, _ListMemo([tuple(value)], chain, entry[1] - 2, version)
+                    )
                 elif memo is not None and memo.version == version and memo.count == len(value):
                     memo.chunks = [tuple(value)]
-
-    def release(self, scope: Hashable) -> None:
-        """Drop the element references kept for `scope`'s lists (a run on it ended).
-
-        The next run continues from its loaded checkpoint (see `adopt`); nothing of the values
-        stays alive here between runs.
-        """
-        with self._lock:
-            for key in [key for key in self._lists if key[0] == scope]:
-                self._drop_memo(key)
 
     # -- digesting --
 
     def _digest_list(
-        self, key: tuple[Hashable, str], value: list[Any], version: object
+        self, scope: Hashable, channel: str, value: list[Any], version: object, ctx: _Ctx
     ) -> ChannelDigest:
-        memo: _ListMemo | None
+        memo: _ListMemo | None = None
         with self._lock:
-            memo = self._lists.get(key)
-            if memo is not None:
-                self._lists.move_to_end(key)
+            scope_memo = self._lists.get(scope)
+            if scope_memo is not None:
+                memo = scope_memo.lists.get(channel)
+        ctx.active.add(id(value))
+        ctx.depth = 1
         if memo is not None and starts_with_same_objects(value, memo.chunks):
             # the list starts with the very objects already hashed: chain only the rest
-            chain, size = memo.chain, memo.size
             fresh = tuple(value[memo.count :])
+            chain, size = _chain_items(memo.chain, fresh, ctx)
+            size += memo.size
             chunks = [*memo.chunks, fresh] if fresh else list(memo.chunks)
             if len(chunks) > _MAX_CHUNKS:
                 chunks = [tuple(value)]
         else:
-            chain, size = _LIST_SEED, 0
             fresh = tuple(value)  # a stable copy: ``value`` may be mutated later
+            chain, size = _chain_items(_LIST_SEED, fresh, ctx)
             chunks = [fresh]
-        chain, added = _chain_list(chain, value, fresh, _Ctx(self._fallback))
-        size += added
+        ctx.active.discard(id(value))
+        ctx.depth = 0
         if self.max_list_memos and size <= self.max_list_memo_bytes:
             with self._lock:
-                self._store_memo(key, _ListMemo(chunks, chain, size, version))
+                self._store_memo(scope, channel, _ListMemo(chunks, chain, size, version))
         return ChannelDigest(chain.hex(), size + 2, len(value))
 
-    def _store_memo(self, key: tuple[Hashable, str], memo: _ListMemo) -> None:
-        """Keep `memo`, then drop the least recently used ones beyond both bounds (call with
+    def _scope_memo(self, scope: Hashable) -> _ScopeMemo:
+        """The scope's memo, created if missing, as most recently used (lock held)."""
+        scope_memo = self._lists.get(scope)
+        if scope_memo is None:
+            scope_memo = self._lists[scope] = _ScopeMemo()
+        else:
+            self._lists.move_to_end(scope)
+        return scope_memo
+
+    def _store_memo(self, scope: Hashable, channel: str, memo: _ListMemo) -> None:
+        """Keep `memo`, then drop the least recently used scopes beyond both bounds (call with
         the lock held)."""
-        self._drop_memo(key)
-        self._lists[key] = memo
+        scope_memo = self._scope_memo(scope)
+        old = scope_memo.lists.get(channel)
+        if old is not None:
+            self._list_bytes -= old.size
+        scope_memo.lists[channel] = memo
         self._list_bytes += memo.size
+        self._enforce_bounds()
+
+    def _enforce_bounds(self) -> None:
         while self._lists and (
             len(self._lists) > self.max_list_memos or self._list_bytes > self.max_list_memo_bytes
         ):
-            self._drop_memo(next(iter(self._lists)))
+            self._drop_scope(next(iter(self._lists)))
 
-    def _drop_memo(self, key: tuple[Hashable, str]) -> None:
-        memo = self._lists.pop(key, None)
-        if memo is not None:
-            self._list_bytes -= memo.size
+    def _drop_scope(self, scope: Hashable) -> None:
+        scope_memo = self._lists.pop(scope, None)
+        if scope_memo is not None:
+            self._list_bytes -= scope_memo.size
 
-    def _compute(self, scope: Hashable, channel: str, value: Any, version: object) -> ChannelDigest:
+    def _compute(
+        self, scope: Hashable, channel: str, value: Any, version: object, ctx: _Ctx
+    ) -> ChannelDigest:
         try:
             if type(value) is list:
-                return self._digest_list((scope, channel), value, version)
-            buf = bytearray()
-            _encode_into(value, buf, _Ctx(self._fallback))
+                return self._digest_list(scope, channel, value, version, ctx)
+            return _digest(value, ctx)
         except UnhashableValueError as exc:
             raise exc.with_channel(channel) from exc.__cause__
-        return ChannelDigest(
-            hashlib.blake2b(buf, digest_size=_DIGEST_SIZE).hexdigest(), len(buf), _count(value)
-        )
+        except RecursionError:
+            raise UnhashableValueError(
+                _qualname(type(value)), channel, "nested too deeply (recursion limit)"
+            ) from None
+        finally:
+            ctx.active.clear()
+            ctx.depth = 0
 
     def digest_state(
         self,
@@ -972,6 +1111,15 @@ class StateHasher:
         changed_present: list[str] = []
         size_bytes = 0
         written = 0
+        scope_memo: _ScopeMemo | None = None
+        if self.max_list_memos:
+            with self._lock:
+                scope_memo = self._scope_memo(scope)
+                memos = list(scope_memo.lists.values())
+            # shared by every channel: a message is encoded once wherever it appears
+            ctx = _Ctx(self._fallback, memos=memos, elements=scope_memo.elements)
+        else:
+            ctx = _Ctx(self._fallback)
         for channel, value in values.items():
             version = versions.get(channel, _MISSING)
             is_changed = channel in changed_set
@@ -989,7 +1137,7 @@ class StateHasher:
                 with self._lock:
                     self._digests.move_to_end(key)
             if digest is None:
-                digest = self._compute(scope, channel, value, version)
+                digest = self._compute(scope, channel, value, version, ctx)
                 if is_changed and cached is not None:
                     previous[channel] = cached[1]
                 with self._lock:
@@ -999,6 +1147,12 @@ class StateHasher:
                 written += digest.size
             channels[channel] = digest
             size_bytes += digest.size
+        if scope_memo is not None and ctx.new_bytes:
+            with self._lock:
+                scope_memo.element_bytes += ctx.new_bytes
+                if self._lists.get(scope) is scope_memo:
+                    self._list_bytes += ctx.new_bytes
+                self._enforce_bounds()
         return StateDigest(
             channels=channels,
             changed=tuple(sorted(changed_present)),

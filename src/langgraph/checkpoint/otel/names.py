@@ -31,6 +31,9 @@ CHECKPOINT_ID: Final = "langgraph.checkpoint.id"
 SAVER: Final = "langgraph.saver"
 OPERATION: Final = "langgraph.operation"
 ERROR_TYPE: Final = "error.type"
+INSTRUMENTATION_DURATION: Final = "langgraph.instrumentation.duration"
+"""Seconds (double) this library itself spent in the call, outside the inner saver's call
+(hashing, attributes, bookkeeping): what the instrumentation costs, per span."""
 MAX_ID_LENGTH: Final = 256
 """Longest attribute value (characters) the library derives from a user value (thread ids,
 namespaces, checkpoint ids); longer values are truncated and marked (see `records.bounded_text`)."""

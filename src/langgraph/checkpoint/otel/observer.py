@@ -7,6 +7,7 @@ on their own account: every fault is caught by `Telemetry.guard` and the call go
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -103,6 +104,8 @@ class LoadCall:
     walk: ReferenceWalk | None = None
     """After a fork: the reference-branch reads the saver must drive (see `watch`)."""
     _finish: Callable[[LoadCall, Any, Any], None] | None = field(default=None, repr=False)
+    _started: float = 0.0
+    """When the inner load began (the operation's duration is the inner calls' alone)."""
 
     @property
     def wants_latest(self) -> bool:
@@ -111,8 +114,10 @@ class LoadCall:
 
     def done(self, result: Any, latest: Any = None) -> Any:
         """Report the loaded checkpoint (if any) and return it unchanged."""
-        if self.op is not None and self._finish is not None:
-            self.op.telemetry.guard("describe load", self._finish, self, result, latest)
+        if self.op is not None:
+            self.op.inner_since(self._started)
+            if self._finish is not None:
+                self.op.telemetry.guard("describe load", self._finish, self, result, latest)
         return result
 
 
@@ -236,7 +241,8 @@ class CheckpointObserver:
             self.telemetry.guard(
                 "describe put", self._describe_put, op, call, config, checkpoint, new_versions
             )
-            yield call
+            with op.inner():
+                yield call
             # the checkpoint is stored; a strict-mode callback may now stop the run
             if call.findings and self.options.on_divergence is not None:
                 for finding in call.findings:
@@ -432,7 +438,12 @@ class CheckpointObserver:
         if described is not None:
             attributes.update(described)
         run = self._run_trace(_scope(config))
-        with self.telemetry.operation(names.SPAN_PUT_WRITES, "put_writes", attributes, run=run):
+        with (
+            self.telemetry.operation(
+                names.SPAN_PUT_WRITES, "put_writes", attributes, run=run
+            ) as op,
+            op.inner(),
+        ):
             yield
         if described is not None:
             self.telemetry.count_task_outcome(
@@ -493,7 +504,12 @@ class CheckpointObserver:
             names.SPAN_GET, "get", config_attributes(config), run=run_trace
         ) as op:
             yield LoadCall(
-                op, run.start if run else None, run_trace, config, _finish=self._describe_load
+                op,
+                run.start if run else None,
+                run_trace,
+                config,
+                _finish=self._describe_load,
+                _started=time.perf_counter(),
             )
 
     def _begin_run(self, config: RunnableConfig, loop: LoopRun) -> RunTrace:
@@ -634,7 +650,7 @@ class CheckpointObserver:
         if not self.active():
             yield
         else:
-            with self.telemetry.operation(span_name, operation, attributes):
+            with self.telemetry.operation(span_name, operation, attributes) as op, op.inner():
                 yield
         self.telemetry.guard("forget threads", self.forget_threads, forget)
 

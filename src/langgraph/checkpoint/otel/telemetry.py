@@ -10,8 +10,9 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from contextlib import contextmanager
 import traceback
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from importlib.metadata import PackageNotFoundError, version
 from typing import Any, TypeVar
 
@@ -157,11 +158,16 @@ class Operation:
     On entry: starts a span (made current when `activate`; never across generator yields).
     On exit: records `operation.duration`, marks the span ERROR with `error.type` when the
     block raised, ends the span, and lets that very exception propagate.
+
+    `operation.duration` is the inner saver's call alone where the caller marks it with
+    `inner()`; the rest of the span's time is the library's own, reported on the span as
+    `langgraph.instrumentation.duration`.
     """
 
     __slots__ = (
         "_activate",
         "_attributes",
+        "_inner",
         "_run",
         "_span_name",
         "_started",
@@ -189,6 +195,7 @@ class Operation:
         self._run = run
         self._token: object | None = None
         self._started = 0.0
+        self._inner: float | None = None
 
     def __enter__(self) -> Operation:
         telemetry = self.telemetry
@@ -220,6 +227,24 @@ class Operation:
         # a consumer closing a listing early (GeneratorExit) is not an error
         error = None if exc_type is None or exc_type is GeneratorExit else exc
         self.telemetry.finish(self, self._started, error)
+
+    @contextmanager
+    def inner(self) -> Iterator[None]:
+        """Time the inner saver's call (the block): that is the recorded duration."""
+        started = time.perf_counter()
+        try:
+            yield
+        finally:
+            self._inner = (self._inner or 0.0) + time.perf_counter() - started
+
+    def inner_since(self, started: float) -> None:
+        """Count the time from `started` (a `time.perf_counter()` value) as the inner call's."""
+        self._inner = (self._inner or 0.0) + time.perf_counter() - started
+
+    @property
+    def inner_seconds(self) -> float | None:
+        """The inner call's time so far, where marked with `inner()`."""
+        return self._inner
 
     @property
     def recording(self) -> bool:
@@ -444,6 +469,10 @@ class Telemetry:
 
     def finish(self, op: Operation, started: float, error: BaseException | None) -> None:
         """End an operation: status, span end, duration metric. Never raises."""
+        elapsed = time.perf_counter() - started
+        inner = op.inner_seconds
+        if inner is not None:
+            op.set({names.INSTRUMENTATION_DURATION: max(0.0, elapsed - inner)})
         attributes: dict[str, AttributeValue] = {
             names.OPERATION: op.name,
             names.SAVER: self.saver_name,
@@ -458,7 +487,10 @@ class Telemetry:
         if op.span is not None:
             self.guard("end span", op.span.end)
         self.guard(
-            "record duration", self.duration.record, time.perf_counter() - started, attributes
+            "record duration",
+            self.duration.record,
+            elapsed if inner is None else inner,
+            attributes,
         )
 
     # --- measurements -----------------------------------------------------------------------
