@@ -856,6 +856,24 @@ REACT_TREE_FAILING = """\
 langgraph.run name=travel_agent outcome=error
   get
   put step=-1 source=input nodes=[]
+  put step=0 source=loop nodes=[__start__]
+  put step=1 source=loop nodes=[agent]
+  put step=2 source=loop nodes=[tools]
+  put step=3 source=loop nodes=[agent]
+  put_writes node=tools outcome=error"""
+"""By default only the failed tool task's error write has a put_writes span."""
+
+REACT_TREE_RESUMED = """\
+langgraph.run name=travel_agent kind=error outcome=finished
+  resume kind=error step=3 source=loop
+    -> checkpoint_writer
+  put step=4 source=loop nodes=[tools]
+  put step=5 source=loop nodes=[agent]"""
+
+REACT_TREE_FAILING_WITH_OK_WRITES = """\
+langgraph.run name=travel_agent outcome=error
+  get
+  put step=-1 source=input nodes=[]
   put_writes node=__start__ outcome=ok
   put step=0 source=loop nodes=[__start__]
   put_writes node=agent outcome=ok
@@ -867,8 +885,9 @@ langgraph.run name=travel_agent outcome=error
   put step=3 source=loop nodes=[agent]
   put_writes node=tools outcome=ok
   put_writes node=tools outcome=error"""
+"""With ``ok_write_spans=True`` every pending-writes call has its span."""
 
-REACT_TREE_RESUMED = """\
+REACT_TREE_RESUMED_WITH_OK_WRITES = """\
 langgraph.run name=travel_agent kind=error outcome=finished
   resume kind=error step=3 source=loop
     -> checkpoint_writer
@@ -878,23 +897,39 @@ langgraph.run name=travel_agent kind=error outcome=finished
   put step=5 source=loop nodes=[agent]"""
 
 
-async def test_react_agent_span_tree_across_an_error_and_its_resume(otel: OTel) -> None:
-    """create_react_agent, `book` raising in the second round of parallel tool calls: the whole
-    tree of both runs, each its own trace under its langgraph.run span."""
-    saver = instrumented(InMemorySaver(), otel)
+async def _check_react_trees(
+    otel: OTel, failing_tree: str, resumed_tree: str, **options: Any
+) -> None:
+    saver = instrumented(InMemorySaver(), otel, **options)
     graph = agents.react_agent(saver, tools=agents.Tools(failing={"book"}), name="travel_agent")
     driver = Driver(graph, saver, False)
     failing, resumed = await play(
         driver, otel, "t-tree", SHAPES["react"].steps[:2], durability="sync"
     )
-    assert render(failing.raw, TREE_KEYS, status=False) == REACT_TREE_FAILING
-    assert render(resumed.raw, TREE_KEYS, status=False) == REACT_TREE_RESUMED
+    assert render(failing.raw, TREE_KEYS, status=False) == failing_tree
+    assert render(resumed.raw, TREE_KEYS, status=False) == resumed_tree
     (link,) = named(resumed.spans, names.SPAN_RESUME)[0].links
     (writer,) = [
         p for p in named(failing.spans, names.SPAN_PUT) if p.attributes.get(names.STEP) == 3
     ]
     assert link[:2] == (writer.trace_id, writer.span_id)
     assert failing.spans[0].trace_id != resumed.spans[0].trace_id
+
+
+async def test_react_agent_span_tree_across_an_error_and_its_resume(otel: OTel) -> None:
+    """create_react_agent, `book` raising in the second round of parallel tool calls: the whole
+    tree of both runs, each its own trace under its langgraph.run span."""
+    await _check_react_trees(otel, REACT_TREE_FAILING, REACT_TREE_RESUMED)
+
+
+async def test_react_agent_span_tree_with_ok_write_spans(otel: OTel) -> None:
+    """The same runs with ``ok_write_spans=True``: the ok tasks' put_writes spans come back."""
+    await _check_react_trees(
+        otel,
+        REACT_TREE_FAILING_WITH_OK_WRITES,
+        REACT_TREE_RESUMED_WITH_OK_WRITES,
+        ok_write_spans=True,
+    )
 
 
 # --------------------------------------------------------------------------------------------

@@ -23,11 +23,12 @@ def config(thread: str = "t1") -> Any:
     return {"configurable": {"thread_id": thread}}
 
 
-def saver_for(otel: OTel, inner: Any = None) -> Any:
+def saver_for(otel: OTel, inner: Any = None, **options: Any) -> Any:
     return instrument(
         inner if inner is not None else InMemorySaver(),
         tracer_provider=otel.tracer_provider,
         meter_provider=otel.meter_provider,
+        **options,
     )
 
 
@@ -66,14 +67,27 @@ langgraph.run name=LangGraph outcome=finished
   put_writes node=worker outcome=ok channels=[results]
   put_writes node=worker outcome=ok channels=[results]
   put step=1 source=loop nodes=[worker] channels_changed=[results]"""
+"""A map-reduce run with ``ok_write_spans=True`` (every task finishes ok)."""
+
+MAP_TREE_DEFAULT = """\
+langgraph.run name=LangGraph outcome=finished
+  get
+  put step=-1 source=input nodes=[] channels_changed=[]
+  put step=0 source=loop nodes=[__start__] channels_changed=[items]
+  put step=1 source=loop nodes=[worker] channels_changed=[results]"""
+"""The same run by default: ok writes have no span."""
 
 
 @pytest.mark.parametrize("durability", ["sync", "async"])
 def test_a_send_map_reduce_with_no_span_of_its_own_is_one_trace(
     durability: str, otel: OTel, tmp_path: Any
 ) -> None:
+    # ok_write_spans: the point is that the writes of Send tasks, made on worker threads, join
+    # the run's trace and name their node; they all finish ok, so by default they have no span
     with SqliteSaver.from_conn_string(str(tmp_path / "db.sqlite")) as inner:
-        graph = graphs.map_reduce().compile(checkpointer=saver_for(otel, inner))
+        graph = graphs.map_reduce().compile(
+            checkpointer=saver_for(otel, inner, ok_write_spans=True)
+        )
         for run in range(20):
             result = graph.invoke(
                 {"items": ["a", "b", "c"]}, config(f"t{run}"), durability=durability
@@ -87,6 +101,28 @@ def test_a_send_map_reduce_with_no_span_of_its_own_is_one_trace(
     if durability == "sync":  # the order of a run's spans is fixed only with sync writes
         first_run = by_trace(otel.spans())[run_spans(otel)[0].context.trace_id]
         assert render(first_run) == MAP_TREE
+
+
+@pytest.mark.parametrize("durability", ["sync", "async"])
+def test_a_send_map_reduce_by_default_is_one_trace_without_ok_write_spans(
+    durability: str, otel: OTel
+) -> None:
+    graph = graphs.map_reduce().compile(checkpointer=saver_for(otel))
+    for run in range(5):
+        result = graph.invoke({"items": ["a", "b", "c"]}, config(f"t{run}"), durability=durability)
+        assert sorted(result["results"]) == ["A", "B", "C"]
+        assert no_current_span()
+    assert_one_trace_per_run(otel, 5)
+    assert names.SPAN_PUT_WRITES not in otel.span_names()
+    timed = [
+        p.count
+        for p in otel.metrics()[names.METRIC_OPERATION_DURATION]
+        if p.attributes[names.OPERATION] == "put_writes"
+    ]
+    assert sum(timed) == 5 * 4  # every call is still timed
+    if durability == "sync":
+        first_run = by_trace(otel.spans())[run_spans(otel)[0].context.trace_id]
+        assert render(first_run) == MAP_TREE_DEFAULT
 
 
 def test_the_run_span_says_what_the_run_was_and_how_it_ended(otel: OTel) -> None:
@@ -170,7 +206,8 @@ async def test_an_async_run_is_one_trace_and_leaves_no_context_behind(
     from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 
     async with AsyncSqliteSaver.from_conn_string(str(tmp_path / "a.db")) as inner:
-        saver = saver_for(otel, inner)
+        # ok_write_spans: the node of every write is checked below, the ok ones' included
+        saver = saver_for(otel, inner, ok_write_spans=True)
         sub = graphs.with_subgraph(ask_inside=True).compile(checkpointer=saver)
         await sub.ainvoke(graphs.user_input(), config())
         assert no_current_span()
@@ -184,7 +221,9 @@ async def test_an_async_run_is_one_trace_and_leaves_no_context_behind(
     assert outcomes == ["interrupted", "finished", "finished"]
     writes = [s for s in otel.spans() if s.name == names.SPAN_PUT_WRITES]
     assert names.TASK_NODE in writes[0].attributes
-    assert "unknown" not in {s.attributes[names.TASK_NODE] for s in writes}
+    nodes = {s.attributes[names.TASK_NODE] for s in writes}
+    assert "unknown" not in nodes
+    assert {"worker", "inner1", "inner_ask", "a"} <= nodes
 
 
 def test_a_resume_span_carries_the_writers_ids_beside_its_link(otel: OTel) -> None:

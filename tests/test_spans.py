@@ -8,11 +8,13 @@ from typing import Annotated, Any, TypedDict
 import pytest
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.checkpoint.serde.types import ERROR, INTERRUPT, RESUME
 from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.message import add_messages
 from langgraph.types import Command, Send, interrupt
 
+import graphs
 from helpers import OTel
 from langgraph.checkpoint.otel import instrument, names, stored_history
 from spantree import render
@@ -54,7 +56,7 @@ def config(thread: str = "t1") -> Any:
 
 INPUT = {"messages": [HumanMessage("weather?")], "count": 0}
 
-AGENT_TREE = """\
+AGENT_TREE_WITH_OK_WRITES = """\
 langgraph.run name=LangGraph outcome=finished
   get
   put step=-1 source=input nodes=[] channels_changed=[]
@@ -66,18 +68,44 @@ langgraph.run name=LangGraph outcome=finished
   put step=2 source=loop nodes=[tools] channels_changed=[messages]
   put_writes node=answer outcome=ok channels=[count,messages]
   put step=3 source=loop nodes=[answer] channels_changed=[count,messages]"""
+"""The agent run's tree with ``ok_write_spans=True``: a put_writes span for every task."""
+
+AGENT_TREE = """\
+langgraph.run name=LangGraph outcome=finished
+  get
+  put step=-1 source=input nodes=[] channels_changed=[]
+  put step=0 source=loop nodes=[__start__] channels_changed=[count,messages]
+  put step=1 source=loop nodes=[agent] channels_changed=[count,messages]
+  put step=2 source=loop nodes=[tools] channels_changed=[messages]
+  put step=3 source=loop nodes=[answer] channels_changed=[count,messages]"""
+"""The agent run's tree by default: every task finished ok, so no put_writes span at all (each
+task's node is on the put that applies its writes)."""
 
 
-def test_span_tree_of_an_agent_run(otel: OTel, tmp_path: Any) -> None:
+def instrumented(otel: OTel, bare: Any, **options: Any) -> Any:
+    return instrument(
+        bare,
+        tracer_provider=otel.tracer_provider,
+        meter_provider=otel.meter_provider,
+        **options,
+    )
+
+
+def agent_run_tree(otel: OTel, tmp_path: Any, **options: Any) -> str:
     with SqliteSaver.from_conn_string(str(tmp_path / "db.sqlite")) as bare:
-        saver = instrument(
-            bare, tracer_provider=otel.tracer_provider, meter_provider=otel.meter_provider
-        )
-        graph = agent_graph().compile(checkpointer=saver)
+        graph = agent_graph().compile(checkpointer=instrumented(otel, bare, **options))
         # durability="sync": each put finishes before the next step, so the order is fixed
         result = graph.invoke(INPUT, config(), durability="sync")
     assert result["count"] == 2
-    assert render(otel.spans()) == AGENT_TREE
+    return render(otel.spans())
+
+
+def test_span_tree_of_an_agent_run(otel: OTel, tmp_path: Any) -> None:
+    assert agent_run_tree(otel, tmp_path) == AGENT_TREE
+
+
+def test_span_tree_of_an_agent_run_with_ok_write_spans(otel: OTel, tmp_path: Any) -> None:
+    assert agent_run_tree(otel, tmp_path, ok_write_spans=True) == AGENT_TREE_WITH_OK_WRITES
 
 
 def test_put_span_attributes_and_channel_events(otel: OTel) -> None:
@@ -163,9 +191,8 @@ def test_put_writes_outcomes_and_send_nodes(otel: OTel) -> None:
     builder.add_node("ask", ask)
     builder.add_conditional_edges(START, fan_out)
     builder.add_edge("work", "ask")
-    saver = instrument(
-        InMemorySaver(), tracer_provider=otel.tracer_provider, meter_provider=otel.meter_provider
-    )
+    # the point is the node and outcome of every write, ok ones included: give them all a span
+    saver = instrumented(otel, InMemorySaver(), ok_write_spans=True)
     graph = builder.compile(checkpointer=saver)
     graph.invoke({"items": []}, config(), durability="sync")
     graph.invoke(Command(resume="yes"), config(), durability="sync")
@@ -188,8 +215,13 @@ def test_put_writes_outcomes_and_send_nodes(otel: OTel) -> None:
         (p.attributes[names.TASK_NODE], p.attributes[names.TASK_OUTCOME]): p.value
         for p in otel.metrics()[names.METRIC_TASK_OUTCOMES]
     }
-    assert outcomes[("work", "ok")] == 2
-    assert outcomes[("ask", "interrupt")] == 1
+    assert outcomes == {
+        ("__start__", "ok"): 1,
+        ("work", "ok"): 2,
+        ("ask", "interrupt"): 1,
+        ("__input__", "resume"): 1,
+        ("ask", "ok"): 1,
+    }
 
 
 def test_node_error_is_an_error_write_not_an_error_span(otel: OTel) -> None:
@@ -207,9 +239,9 @@ def test_node_error_is_an_error_write_not_an_error_span(otel: OTel) -> None:
     )
     with pytest.raises(Boom):
         builder.compile(checkpointer=saver).invoke({"n": 0}, config(), durability="sync")
+    # by default the ok write of __start__ has no span; the failed task's error write has one
     assert render(otel.spans(), keys=["langgraph.task.node", "langgraph.task.outcome"]) == (
-        "langgraph.run ERROR\n  get\n  put\n  put_writes node=__start__ outcome=ok\n  put\n"
-        "  put_writes node=fail outcome=error"
+        "langgraph.run ERROR\n  get\n  put\n  put\n  put_writes node=fail outcome=error"
     )
 
 
@@ -238,15 +270,28 @@ def test_subgraph_checkpoints_carry_their_namespace(otel: OTel) -> None:
     assert ("inc",) in sub_nodes
 
 
-async def test_async_graph_gives_one_span_per_call(otel: OTel) -> None:
-    # InMemorySaver.aput calls self.put: delegation must still give one span per write
-    saver = instrument(
-        InMemorySaver(), tracer_provider=otel.tracer_provider, meter_provider=otel.meter_provider
-    )
+@pytest.mark.parametrize(
+    ("options", "tree"),
+    [({}, AGENT_TREE), ({"ok_write_spans": True}, AGENT_TREE_WITH_OK_WRITES)],
+    ids=["default", "ok_write_spans"],
+)
+async def test_async_graph_gives_one_span_per_call(
+    otel: OTel, options: dict[str, Any], tree: str
+) -> None:
+    # InMemorySaver.aput calls self.put (and aput_writes self.put_writes): delegation must
+    # still give one span per call (with ok_write_spans, per put_writes call too)
+    saver = instrumented(otel, InMemorySaver(), **options)
     graph = agent_graph().compile(checkpointer=saver)
     result = await graph.ainvoke(INPUT, config(), durability="sync")
     assert result["count"] == 2
-    assert render(otel.spans()) == AGENT_TREE
+    assert render(otel.spans()) == tree
+    # and one duration measurement per call, spans or not (4 tasks, 5 checkpoints)
+    durations = {
+        p.attributes[names.OPERATION]: p.count
+        for p in otel.metrics()[names.METRIC_OPERATION_DURATION]
+    }
+    assert durations["put_writes"] == 4
+    assert durations["put"] == 5
 
 
 def test_metrics_never_carry_unbounded_ids(otel: OTel) -> None:
@@ -283,3 +328,109 @@ def test_metrics_never_carry_unbounded_ids(otel: OTel) -> None:
     assert durations["put_writes"] == 12
     sizes = {p.attributes[names.CHANNEL_NAME] for p in data[names.METRIC_CHANNEL_SIZE]}
     assert {"messages", "count"} <= sizes
+
+
+class CallRecordingSaver(InMemorySaver):
+    """An InMemorySaver that records the channels of every put_writes call it receives (its
+    aput_writes calls put_writes, so async calls are recorded too): the ground truth of how
+    many calls the wrapper delegated."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.write_calls: list[list[str]] = []
+
+    def put_writes(self, config: Any, writes: Any, task_id: str, task_path: str = "") -> None:
+        self.write_calls.append([channel for channel, _ in writes])
+        super().put_writes(config, writes, task_id, task_path)
+
+
+FAIL_INTERRUPT_RESUME_WRITES = [
+    ("__start__", "ok"),
+    ("a", "ok"),
+    ("b", "error"),  # first run: b fails
+    ("b", "ok"),  # second run: b is retried and succeeds
+    ("ask", "interrupt"),  # ... and ask interrupts
+    ("__input__", "resume"),  # third run: Command(resume=...)
+    ("ask", "ok"),  # ... and ask finishes
+]
+"""(node, outcome) of every put_writes call of `run_fail_interrupt_resume`, in order."""
+
+
+async def run_fail_interrupt_resume(saver: Any) -> None:
+    """async_linear(flaky, ask=True): a run failing at b, a retry stopping at the interrupt in
+    ask, and its resume."""
+    graph = graphs.async_linear(flaky=graphs.Flaky(failures=1), ask=True).compile(
+        checkpointer=saver
+    )
+    cfg = config("fail-interrupt-resume")
+    with pytest.raises(RuntimeError, match="b failed"):
+        await graph.ainvoke(graphs.user_input(), cfg, durability="sync")
+    await graph.ainvoke(None, cfg, durability="sync")
+    assert graph.get_state(cfg).next == ("ask",)
+    result = await graph.ainvoke(Command(resume="yes"), cfg, durability="sync")
+    assert result["last"] == "yes"
+
+
+def put_writes_spans(otel: OTel) -> list[tuple[str, str]]:
+    return [
+        (s.attributes[names.TASK_NODE], s.attributes[names.TASK_OUTCOME])
+        for s in otel.spans()
+        if s.name == names.SPAN_PUT_WRITES
+    ]
+
+
+def put_writes_metrics(otel: OTel) -> tuple[int, dict[tuple[str, str], int]]:
+    """put_writes calls timed in operation.duration; task.outcomes values by (node, outcome)."""
+    data = otel.metrics()
+    timed = sum(
+        p.count
+        for p in data[names.METRIC_OPERATION_DURATION]
+        if p.attributes[names.OPERATION] == "put_writes"
+    )
+    outcomes: dict[tuple[str, str], int] = {}
+    for p in data[names.METRIC_TASK_OUTCOMES]:
+        key = (p.attributes[names.TASK_NODE], p.attributes[names.TASK_OUTCOME])
+        outcomes[key] = outcomes.get(key, 0) + p.value
+    return timed, outcomes
+
+
+async def test_put_writes_spans_only_for_error_interrupt_and_resume_by_default(
+    otel: OTel,
+) -> None:
+    bare = CallRecordingSaver()
+    await run_fail_interrupt_resume(instrumented(otel, bare))
+    calls = len(FAIL_INTERRUPT_RESUME_WRITES)
+    assert len(bare.write_calls) == calls
+    # the calls the inner saver got that are not ok writes (an error, an interrupt, a resume)
+    special = [
+        i
+        for i, channels in enumerate(bare.write_calls)
+        if {ERROR, INTERRUPT} & set(channels) or channels == [RESUME]
+    ]
+    assert special == [2, 4, 5]
+    # a span for exactly the error, interrupt and resume writes; none for the ok ones
+    assert put_writes_spans(otel) == [
+        (node, outcome) for node, outcome in FAIL_INTERRUPT_RESUME_WRITES if outcome != "ok"
+    ]
+    error = next(s for s in otel.spans() if s.name == names.SPAN_PUT_WRITES)
+    assert error.attributes[names.TASK_OUTCOME] == "error"
+    assert error.status.status_code.name != "ERROR"  # the node failed, not the saver call
+    assert error.attributes[names.INSTRUMENTATION_DURATION] >= 0.0
+    # every call is still timed and counted, spans or not
+    timed, outcomes = put_writes_metrics(otel)
+    assert timed == calls
+    assert outcomes == {pair: 1 for pair in FAIL_INTERRUPT_RESUME_WRITES}
+    totals: dict[str, int] = {}
+    for (_, outcome), value in outcomes.items():
+        totals[outcome] = totals.get(outcome, 0) + value
+    assert totals == {"ok": 4, "error": 1, "interrupt": 1, "resume": 1}
+
+
+async def test_ok_write_spans_gives_every_put_writes_call_a_span(otel: OTel) -> None:
+    bare = CallRecordingSaver()
+    await run_fail_interrupt_resume(instrumented(otel, bare, ok_write_spans=True))
+    assert len(bare.write_calls) == len(FAIL_INTERRUPT_RESUME_WRITES)
+    assert put_writes_spans(otel) == FAIL_INTERRUPT_RESUME_WRITES
+    timed, outcomes = put_writes_metrics(otel)
+    assert timed == len(FAIL_INTERRUPT_RESUME_WRITES)
+    assert outcomes == {pair: 1 for pair in FAIL_INTERRUPT_RESUME_WRITES}

@@ -896,8 +896,8 @@ class StateHasher:
     example ``(thread_id, checkpoint_ns)``). Thread-safe.
 
     Args:
-        max_entries: bound of the cache of the last digest (and its version) of each
-            (scope, channel).
+        max_entries: bound on the scopes whose last digest (and version) of each channel is
+            cached.
         fallback: turns a value of an unknown type into bytes (type-tagged with its class
             qualname); without it such values raise :class:`UnhashableValueError`.
         max_list_memos: bound on the scopes whose list memos are kept: per (scope, channel)
@@ -925,11 +925,12 @@ class StateHasher:
         self.max_list_memos = min(max_list_memos, max_entries)
         self.max_list_memo_bytes = max_list_memo_bytes
         self._fallback = fallback
-        self._digests: BoundedDict[tuple[Hashable, str], tuple[object, ChannelDigest]] = (
-            BoundedDict(max_entries)
+        self._digests: BoundedDict[Hashable, dict[str, tuple[object, ChannelDigest]]] = BoundedDict(
+            max_entries
         )
-        """(scope, channel) -> (version, digest) of the last value digested: reused while the
-        version stays, and the `previous` digest when it changes."""
+        """scope -> channel -> (version, digest) of the last value digested: reused while the
+        version stays, and the `previous` digest when it changes (least recently used scope
+        dropped beyond `max_entries` scopes)."""
         self._lists: OrderedDict[Hashable, _ScopeMemo] = OrderedDict()
         """scope -> its memos, least recently used scope first."""
         self._list_bytes = 0
@@ -940,7 +941,7 @@ class StateHasher:
         """Current number of entries of each internal cache (for tests and diagnostics)."""
         with self._lock:
             return {
-                "digests": len(self._digests),
+                "digests": sum(map(len, self._digests.values())),
                 "lists": sum(len(memo.lists) for memo in self._lists.values()),
                 "messages": sum(len(memo.elements) for memo in self._lists.values()),
                 "list_bytes": self._list_bytes,
@@ -949,18 +950,29 @@ class StateHasher:
     def forget(self, stale: Callable[[Hashable], bool]) -> None:
         """Drop the cached digests and memos of every scope that is `stale`."""
         with self._lock:
-            self._digests.evict(lambda key: stale(key[0]))
+            self._digests.evict(stale)
             for scope in [scope for scope in self._lists if stale(scope)]:
                 self._drop_scope(scope)
 
     def release(self, scope: Hashable) -> None:
-        """Drop the element references kept for `scope`'s lists (a run on it ended).
+        """Drop everything kept for `scope` (a run on it ended): digests, list memos, the
+        element references.
 
-        The next run continues from its loaded checkpoint (see `adopt`); nothing of the values
-        stays alive here between runs.
+        The next run continues from its loaded checkpoint (see `adopt`); nothing stays here
+        between runs.
         """
         with self._lock:
             self._drop_scope(scope)
+            self._digests.pop(scope, None)
+
+    def _scope_digests(self, scope: Hashable) -> dict[str, tuple[object, ChannelDigest]]:
+        """The scope's digests, created if missing, as most recently used (lock held)."""
+        known = self._digests.get(scope)
+        if known is None:
+            self._digests[scope] = known = {}
+        else:
+            self._digests.move_to_end(scope)
+        return known
 
     def clear(self) -> None:
         """Drop every cached digest and memo."""
@@ -994,7 +1006,7 @@ class StateHasher:
             entry = stored.get(channel)
             with self._lock:
                 if entry is not None:
-                    self._digests[(scope, channel)] = (
+                    self._scope_digests(scope)[channel] = (
                         version,
                         ChannelDigest(entry[0], entry[1], _count(value)),
                     )
@@ -1120,12 +1132,12 @@ class StateHasher:
             ctx = _Ctx(self._fallback, memos=memos, elements=scope_memo.elements)
         else:
             ctx = _Ctx(self._fallback)
+        with self._lock:
+            known = self._scope_digests(scope)
         for channel, value in values.items():
             version = versions.get(channel, _MISSING)
             is_changed = channel in changed_set
-            key = (scope, channel)
-            with self._lock:
-                cached = self._digests.get(key)
+            cached = known.get(channel)
             digest: ChannelDigest | None = None
             if (
                 cached is not None
@@ -1134,14 +1146,11 @@ class StateHasher:
                 and cached[0] == version
             ):
                 digest = cached[1]
-                with self._lock:
-                    self._digests.move_to_end(key)
             if digest is None:
                 digest = self._compute(scope, channel, value, version, ctx)
                 if is_changed and cached is not None:
                     previous[channel] = cached[1]
-                with self._lock:
-                    self._digests[key] = (version, digest)
+                known[channel] = (version, digest)
             if is_changed:
                 changed_present.append(channel)
                 written += digest.size

@@ -236,4 +236,10 @@ def _first_node_after(spans: Sequence[SpanFact], thread: str, ns: str) -> str | 
             node = str(attrs.get(names.TASK_NODE, ""))
             if node not in _NOT_NODES:
                 return node
+        elif span.name == names.SPAN_PUT:
+            # a task that finished has no put_writes span by default: the put applying its
+            # writes names it
+            for node in attrs.get(names.NODES, ()) or ():
+                if str(node) not in _NOT_NODES:
+                    return str(node)
     return None

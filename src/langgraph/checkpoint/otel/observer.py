@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -72,6 +73,9 @@ class _Run:
 
     trace: RunTrace
     loop: LoopRun
+    task_outcomes: Counter[tuple[str, str]] = field(default_factory=Counter)
+    """(node, outcome) -> pending-write calls, added to `task.outcomes` when the run ends (one
+    measurement per pair instead of one per call)."""
 
 
 @dataclass(slots=True)
@@ -180,9 +184,10 @@ class CheckpointObserver:
             max_list_memo_bytes=options.hash_memo_bytes,
         )
         self._last_put: BoundedDict[Scope, _SeenCheckpoint] = BoundedDict(options.hash_cache_size)
-        self._writers: BoundedDict[tuple[str, str, str], set[str]] = BoundedDict(
+        self._writers: BoundedDict[Scope, dict[str, set[str]]] = BoundedDict(
             options.hash_cache_size
         )
+        """scope -> checkpoint id -> the nodes of the tasks seen writing on that checkpoint."""
         self._resumed_from: BoundedDict[Scope, tuple[str, str]] = BoundedDict(
             options.hash_cache_size
         )
@@ -207,7 +212,7 @@ class CheckpointObserver:
         with self._lock:
             sizes = {
                 "last_put": len(self._last_put),
-                "writers": len(self._writers),
+                "writers": sum(map(len, self._writers.values())),
                 "resumed_from": len(self._resumed_from),
                 "runs": len(self._runs),
                 "watch_sessions": self._watch.session_count(),
@@ -368,7 +373,8 @@ class CheckpointObserver:
         with self._lock:
             previous = self._last_put.get(scope)
             self._last_put[scope] = _seen(checkpoint)
-            writers = self._writers.get((*scope, str(parent_id)), set())
+            # consumed: the writes on the parent are applied by this put
+            writers = (self._writers.get(scope) or {}).pop(str(parent_id), set())
             run = self._runs.get(scope)
         if source == "fork":
             return []
@@ -437,18 +443,29 @@ class CheckpointObserver:
         )
         if described is not None:
             attributes.update(described)
-        run = self._run_trace(_scope(config))
+        scope = _scope(config)
+        outcome = str(described[names.TASK_OUTCOME]) if described is not None else None
+        if outcome == "ok" and not self.options.ok_write_spans:
+            span_name = None  # timed and counted, no span (see `ok_write_spans`)
+        else:
+            span_name = names.SPAN_PUT_WRITES
+        run = self._run_trace(scope) if span_name is not None else None
         with (
-            self.telemetry.operation(
-                names.SPAN_PUT_WRITES, "put_writes", attributes, run=run
-            ) as op,
+            self.telemetry.operation(span_name, "put_writes", attributes, run=run) as op,
             op.inner(),
         ):
             yield
         if described is not None:
-            self.telemetry.count_task_outcome(
-                str(described[names.TASK_NODE]), str(described[names.TASK_OUTCOME])
-            )
+            self._count_task(scope, str(described[names.TASK_NODE]), str(outcome))
+
+    def _count_task(self, scope: Scope, node: str, outcome: str) -> None:
+        """Count a pending-writes call: on its run (added when the run ends), else now."""
+        with self._lock:
+            run = self._runs.get(scope)
+            if run is not None:
+                run.task_outcomes[(node, outcome)] += 1
+                return
+        self.telemetry.count_task_outcome(node, outcome)
 
     def _describe_writes(
         self,
@@ -471,10 +488,12 @@ class CheckpointObserver:
             if node is None:
                 node = update_node(caller, task_id)  # update_state(..., as_node=...)
             if node is not None and node not in PSEUDO_NODES:
-                key = (*scope, checkpoint_id)
-                writers = self._writers.get(key) or set()
-                writers.add(node)
-                self._writers[key] = writers
+                by_checkpoint = self._writers.get(scope)
+                if by_checkpoint is None:
+                    self._writers[scope] = by_checkpoint = {}
+                by_checkpoint.setdefault(checkpoint_id, set()).add(node)
+                while len(by_checkpoint) > _WRITER_CHECKPOINTS:  # writes never applied
+                    del by_checkpoint[next(iter(by_checkpoint))]
         return {
             names.TASK_ID: task_id,
             names.TASK_PATH: task_path,
@@ -548,6 +567,13 @@ class CheckpointObserver:
         with self._lock:
             if self._runs.get(scope) is run:
                 del self._runs[scope]
+                # what a run needs of its scope ends with it: the next run starts from what it
+                # loads, as a fresh process would
+                self._last_put.pop(scope, None)
+                self._writers.pop(scope, None)
+            counts, run.task_outcomes = run.task_outcomes, Counter()
+        for (node, kind), calls in counts.items():
+            self.telemetry.count_task_outcome(node, kind, calls)
         self._hasher.release(scope)
         self.telemetry.end_run(run.trace, outcome, error)
 
@@ -656,6 +682,8 @@ class CheckpointObserver:
 
 
 LINK_CHECKPOINT_WRITER = "checkpoint_writer"
+_WRITER_CHECKPOINTS = 16
+"""Checkpoints per scope whose writers are remembered until a put applies them."""
 
 
 def _seen(checkpoint: Checkpoint) -> _SeenCheckpoint:

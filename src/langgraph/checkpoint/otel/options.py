@@ -115,6 +115,12 @@ class InstrumentOptions(BaseModel):
     """Bound, in bytes of their canonical encoding, on the message lists that incremental
     hashing keeps alive (least recently used dropped first; 0 keeps none)."""
 
+    ok_write_spans: bool = False
+    """Also give a `langgraph.checkpoint.put_writes` span to the writes of tasks that finished
+    normally (outcome ok). By default only error, interrupt and resume writes get one: an ok
+    task's node is on the put that applies its writes, and every call is counted in
+    `task.outcomes` and timed in `operation.duration` either way."""
+
     max_channel_events: int = Field(default=64, ge=0, le=10_000)
     """At most this many `langgraph.channel` events per put span (largest changes first)."""
 

@@ -10,9 +10,9 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from contextlib import contextmanager
 import traceback
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from importlib.metadata import PackageNotFoundError, version
 from typing import Any, TypeVar
 
@@ -168,6 +168,8 @@ class Operation:
         "_activate",
         "_attributes",
         "_inner",
+        "_pending",
+        "_recording",
         "_run",
         "_span_name",
         "_started",
@@ -181,7 +183,7 @@ class Operation:
         self,
         telemetry: Telemetry,
         name: str,
-        span_name: str,
+        span_name: str | None,
         attributes: Attributes,
         activate: bool = True,
         run: RunTrace | None = None,
@@ -196,10 +198,15 @@ class Operation:
         self._token: object | None = None
         self._started = 0.0
         self._inner: float | None = None
+        self._recording = False
+        self._pending: dict[str, AttributeValue] = {}
+        """Attributes set during the call, given to the span in one call when it ends."""
 
     def __enter__(self) -> Operation:
         telemetry = self.telemetry
         self._started = time.perf_counter()
+        if self._span_name is None:
+            return self  # timed only
         try:
             self.span = telemetry.tracer.start_span(
                 self._span_name,
@@ -213,6 +220,7 @@ class Operation:
                 record_exception=False,
                 set_status_on_exception=False,
             )
+            self._recording = self.span.is_recording()
             if self._activate:
                 self._token = otel_context.attach(trace.set_span_in_context(self.span))
         except Exception as exc:
@@ -242,6 +250,11 @@ class Operation:
         self._inner = (self._inner or 0.0) + time.perf_counter() - started
 
     @property
+    def pending(self) -> Mapping[str, AttributeValue]:
+        """Attributes set since the span started, not yet given to it."""
+        return self._pending
+
+    @property
     def inner_seconds(self) -> float | None:
         """The inner call's time so far, where marked with `inner()`."""
         return self._inner
@@ -249,13 +262,12 @@ class Operation:
     @property
     def recording(self) -> bool:
         """Whether attributes set on this operation's span are kept."""
-        return self.span is not None and self.span.is_recording()
+        return self._recording
 
-    def set(self, attributes: Attributes) -> None:
-        """Set span attributes (no-op when not recording)."""
-        if self.recording:
-            assert self.span is not None
-            self.telemetry.guard("set attributes", self.span.set_attributes, attributes)
+    def set(self, attributes: Mapping[str, AttributeValue]) -> None:
+        """Set span attributes (no-op when not recording; given to the span as it ends)."""
+        if self._recording:
+            self._pending.update(attributes)
 
     def event(self, name: str, attributes: Attributes) -> None:
         """Add a span event (no-op when not recording)."""
@@ -412,14 +424,15 @@ class Telemetry:
 
     def operation(
         self,
-        span_name: str,
+        span_name: str | None,
         operation: str,
         attributes: Attributes,
         *,
         activate: bool = True,
         run: RunTrace | None = None,
     ) -> Operation:
-        """Trace a `with` block as one checkpointer operation (see `Operation`)."""
+        """Trace a `with` block as one checkpointer operation (see `Operation`); with no
+        `span_name`, only time it (the duration metric)."""
         return Operation(self, operation, span_name, attributes, activate, run)
 
     def begin_run(
@@ -485,6 +498,8 @@ class Telemetry:
                 op.set({names.ERROR_TYPE: error_type})
                 self.guard("set status", op.span.set_status, Status(StatusCode.ERROR))
         if op.span is not None:
+            if op.pending:
+                self.guard("set attributes", op.span.set_attributes, op.pending)
             self.guard("end span", op.span.end)
         self.guard(
             "record duration",
@@ -514,12 +529,12 @@ class Telemetry:
         """Count one divergence finding by kind."""
         self.guard("count divergence", self.divergences.add, 1, {names.DIVERGENCE_KIND: kind})
 
-    def count_task_outcome(self, node: str, outcome: str) -> None:
-        """Count one pending-writes call by node and outcome."""
+    def count_task_outcome(self, node: str, outcome: str, calls: int = 1) -> None:
+        """Count pending-writes calls by node and outcome."""
         self.guard(
             "count task outcome",
             self.task_outcomes.add,
-            1,
+            calls,
             {names.TASK_NODE: node, names.TASK_OUTCOME: outcome},
         )
 
