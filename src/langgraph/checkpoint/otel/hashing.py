@@ -97,6 +97,8 @@ import sys
 import threading
 import uuid
 from collections import OrderedDict
+
+import ormsgpack
 from collections.abc import Callable, Collection, Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
@@ -505,6 +507,7 @@ def _make_model_handler(t: type, *, message: bool) -> _Handler:
     if message:
         names = [n for n in names if n not in VOLATILE_MESSAGE_FIELDS]
     head = (b"M" if message else b"P") + _str_bytes(_qualname(t)) + b"{"
+    packed_head = b"M" + _str_bytes(_qualname(t)) + b"m"
     encoded_names = {n: _str_bytes(n) for n in names}
     handlers = _HANDLERS
 
@@ -516,9 +519,16 @@ def _make_model_handler(t: type, *, message: bool) -> _Handler:
 
     def inline_handler(v: Any, buf: bytearray, ctx: _Ctx) -> None:
         i = _enter(v, ctx)
-        buf += head
         d = v.__dict__
         extra = getattr(v, "__pydantic_extra__", None)
+        if message:
+            packed = _pack_message(d, names, extra)
+            if packed is not None:
+                buf += packed_head
+                buf += packed
+                _leave(i, ctx)
+                return
+        buf += head
         if extra:
             pairs = [(encoded_names[n], n, d.get(n)) for n in names]
             pairs.extend(
@@ -543,6 +553,24 @@ def _make_model_handler(t: type, *, message: bool) -> _Handler:
 
     sorted_names = sorted(names, key=encoded_names.__getitem__)
     return handler
+
+
+_PACK_OPTIONS: Final = ormsgpack.OPT_SORT_KEYS | ormsgpack.OPT_SERIALIZE_PYDANTIC
+
+
+def _pack_message(
+    fields: Mapping[str, Any], names: Sequence[str], extra: Mapping[str, Any] | None
+) -> bytes | None:
+    """A message's fields (volatile ones left out) as MessagePack with sorted keys, at C speed;
+    None when MessagePack cannot encode them canonically (sets, non-str keys, huge ints,
+    unknown types: the Python form is used)."""
+    data = {n: _message_value(n, fields.get(n)) for n in names}
+    if extra:
+        data.update((k, x) for k, x in extra.items() if k not in VOLATILE_MESSAGE_FIELDS)
+    try:
+        return ormsgpack.packb(data, option=_PACK_OPTIONS)
+    except Exception:  # ormsgpack.MsgpackEncodeError (a TypeError): not encodable
+        return None
 
 
 def _message_reference(v: Any, buf: bytearray, ctx: _Ctx, inline: _Handler) -> None:
