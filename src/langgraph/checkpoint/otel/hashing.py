@@ -34,8 +34,10 @@ value                       encoding
 ``Enum``                    ``E`` + class qualname + encoding of ``.value``
 dataclass                   ``C`` + class qualname + ``{`` fields sorted by name ``}``
 pydantic model              ``P`` + class qualname + ``{`` fields and extras sorted by name ``}``
-LangChain message           ``M`` + class qualname + ``{`` fields sorted by name ``}``, minus the
-                            volatile identifiers below
+LangChain message           ``M`` + class qualname + ``m`` + MessagePack (sorted keys, pydantic
+                            values as maps) of its fields minus the volatile identifiers below;
+                            where MessagePack cannot encode them canonically (sets, non-str
+                            keys, huge ints, unknown types): ``{`` fields sorted by name ``}``
 anything else               ``X`` + class qualname + ``fallback(value)`` bytes, or
                             :class:`UnhashableValueError` when no fallback is given
 ==========================  ===================================================================
@@ -97,12 +99,11 @@ import sys
 import threading
 import uuid
 from collections import OrderedDict
-
-import ormsgpack
 from collections.abc import Callable, Collection, Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
+import ormsgpack
 from langgraph.types import Send
 
 from langgraph.checkpoint.otel.bounded import BoundedDict
