@@ -79,7 +79,20 @@ class _Run:
 
 
 @dataclass(slots=True)
-class PutCall:
+class InnerCall:
+    """A write in progress; the saver reports when its inner call began (`inner_since`), so
+    `operation.duration` is that call alone."""
+
+    op: Operation | None = None
+
+    def inner_since(self, started: float) -> None:
+        """The inner call began at `started` (`time.perf_counter()`) and has just returned."""
+        if self.op is not None:
+            self.op.inner_since(started)
+
+
+@dataclass(slots=True, kw_only=True)
+class PutCall(InnerCall):
     """A put in progress: `metadata` is what the inner saver must store."""
 
     metadata: CheckpointMetadata
@@ -234,7 +247,7 @@ class CheckpointObserver:
         new_versions: ChannelVersions,
     ) -> Iterator[PutCall]:
         """Observe one checkpoint write; yields the metadata to store."""
-        call = PutCall(metadata)
+        call = PutCall(metadata=metadata)
         if not self.active():
             yield call
             return
@@ -246,8 +259,8 @@ class CheckpointObserver:
             self.telemetry.guard(
                 "describe put", self._describe_put, op, call, config, checkpoint, new_versions
             )
-            with op.inner():
-                yield call
+            call.op = op
+            yield call
             # the checkpoint is stored; a strict-mode callback may now stop the run
             if call.findings and self.options.on_divergence is not None:
                 for finding in call.findings:
@@ -423,13 +436,14 @@ class CheckpointObserver:
         task_id: str,
         task_path: str,
         caller: FrameType | None = None,
-    ) -> Iterator[None]:
+    ) -> Iterator[InnerCall]:
         """Observe one pending-writes call. Never looks the checkpoint up.
 
         `caller` is the frame that called the saver (see `pregel_signals.update_node`).
         """
+        call = InnerCall()
         if not self.active():
-            yield
+            yield call
             return
         attributes = config_attributes(config)
         described = self.telemetry.guard(
@@ -450,11 +464,9 @@ class CheckpointObserver:
         else:
             span_name = names.SPAN_PUT_WRITES
         run = self._run_trace(scope) if span_name is not None else None
-        with (
-            self.telemetry.operation(span_name, "put_writes", attributes, run=run) as op,
-            op.inner(),
-        ):
-            yield
+        with self.telemetry.operation(span_name, "put_writes", attributes, run=run) as op:
+            call.op = op
+            yield call
         if described is not None:
             self._count_task(scope, str(described[names.TASK_NODE]), str(outcome))
 

@@ -14,6 +14,7 @@ wrapper's own stored telemetry is hidden from its callers (`stored_history` read
 from __future__ import annotations
 
 import sys
+import time
 from collections.abc import (
     AsyncIterator,
     Awaitable,
@@ -157,7 +158,11 @@ class InstrumentedSaver(BaseCheckpointSaver[Any]):
         new_versions: ChannelVersions,
     ) -> RunnableConfig:
         with self.observer.put(config, checkpoint, metadata, new_versions) as call:
-            return self.inner.put(config, checkpoint, call.metadata, new_versions)
+            started = time.perf_counter()
+            try:
+                return self.inner.put(config, checkpoint, call.metadata, new_versions)
+            finally:
+                call.inner_since(started)
 
     async def aput(
         self,
@@ -167,7 +172,11 @@ class InstrumentedSaver(BaseCheckpointSaver[Any]):
         new_versions: ChannelVersions,
     ) -> RunnableConfig:
         with self.observer.put(config, checkpoint, metadata, new_versions) as call:
-            return await self.inner.aput(config, checkpoint, call.metadata, new_versions)
+            started = time.perf_counter()
+            try:
+                return await self.inner.aput(config, checkpoint, call.metadata, new_versions)
+            finally:
+                call.inner_since(started)
 
     def put_writes(
         self,
@@ -176,8 +185,12 @@ class InstrumentedSaver(BaseCheckpointSaver[Any]):
         task_id: str,
         task_path: str = "",
     ) -> None:
-        with self.observer.put_writes(config, writes, task_id, task_path, sys._getframe(1)):
-            self.inner.put_writes(config, writes, task_id, task_path)
+        with self.observer.put_writes(config, writes, task_id, task_path, sys._getframe(1)) as call:
+            started = time.perf_counter()
+            try:
+                self.inner.put_writes(config, writes, task_id, task_path)
+            finally:
+                call.inner_since(started)
 
     async def aput_writes(
         self,
@@ -186,8 +199,12 @@ class InstrumentedSaver(BaseCheckpointSaver[Any]):
         task_id: str,
         task_path: str = "",
     ) -> None:
-        with self.observer.put_writes(config, writes, task_id, task_path, sys._getframe(1)):
-            await self.inner.aput_writes(config, writes, task_id, task_path)
+        with self.observer.put_writes(config, writes, task_id, task_path, sys._getframe(1)) as call:
+            started = time.perf_counter()
+            try:
+                await self.inner.aput_writes(config, writes, task_id, task_path)
+            finally:
+                call.inner_since(started)
 
     def delete_thread(self, thread_id: str) -> None:
         with self.observer.maintenance(*_delete_thread(thread_id), forget=(thread_id,)):
