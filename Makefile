@@ -9,6 +9,7 @@ BIN         := $(VENV)/bin
 STAMP       := $(VENV)/.installed-dev
 PYTEST_ARGS ?=
 SUITE_STAMP := $(VENV)/.installed-langgraph-suite
+BENCH_STAMP := $(VENV)/.installed-bench
 LANGGRAPH_SUITE_ARGS ?=
 
 .DEFAULT_GOAL := test
@@ -87,9 +88,14 @@ lint: venv
 demo: venv
 	$(BIN)/python -m langgraph.checkpoint.otel.demo
 
-## bench: run the benchmarks
-bench: venv
+## bench: run the benchmarks (with the peer instrumentations of the `bench` extra; PostgreSQL
+## server binaries for the PostgreSQL cell)
+bench: venv postgres-server $(BENCH_STAMP)
 	$(BIN)/python benchmarks/run.py
+
+$(BENCH_STAMP): $(STAMP)
+	$(BIN)/python -m pip install --quiet -e '.[dev,bench]'
+	@touch "$(BENCH_STAMP)"
 
 ## clean: remove the venv and all caches/build output
 clean:
