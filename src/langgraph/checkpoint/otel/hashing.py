@@ -795,9 +795,22 @@ def combine_state_hash(channel_hashes: Mapping[str, str]) -> str:
     """Combine channel hashes (hex strings) into one state hash, in channel-name order."""
     h = hashlib.blake2b(b"lgstate1", digest_size=_DIGEST_SIZE)
     for name in sorted(channel_hashes):
-        h.update(_str_bytes(name))
+        h.update(_name_bytes(name))
         h.update(_str_bytes(channel_hashes[name]))
     return h.hexdigest()
+
+
+_NAMES: dict[str, bytes] = {}
+
+
+def _name_bytes(name: str) -> bytes:
+    """`_str_bytes` of a channel name, remembered (names repeat on every put; bounded)."""
+    encoded = _NAMES.get(name)
+    if encoded is None:
+        encoded = _str_bytes(name)
+        if len(_NAMES) < 4096:
+            _NAMES[name] = encoded
+    return encoded
 
 
 def _count(value: Any) -> int | None:

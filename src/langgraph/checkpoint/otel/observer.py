@@ -297,15 +297,15 @@ class CheckpointObserver:
 
         digest: StateDigest | None = None
         if op.recording or self.telemetry.metrics_recording():
-            with self._lock:
-                digest = self.telemetry.guard(
-                    "hash state",
-                    self._hasher.digest_state,
-                    scope,
-                    values,
-                    checkpoint.get("channel_versions") or {},
-                    [c for c in new_versions if c in values],
-                )
+            # the hasher has its own lock: other threads' calls do not wait for this hashing
+            digest = self.telemetry.guard(
+                "hash state",
+                self._hasher.digest_state,
+                scope,
+                values,
+                checkpoint.get("channel_versions") or {},
+                [c for c in new_versions if c in values],
+            )
         state_hash: str | None = None
         channel_digests: dict[str, tuple[str, int]] = {}
         if digest is not None:

@@ -41,10 +41,20 @@ _CHUNK_TYPES: Final[dict[str, str]] = {
 
 def is_message(value: Any) -> bool:
     """Whether `value` is a LangChain message (checked by class, without importing it)."""
-    return any(
-        c.__name__ == "BaseMessage" and c.__module__.startswith("langchain_core.messages")
-        for c in type(value).__mro__
-    )
+    kind = type(value)
+    known = _MESSAGE_TYPES.get(kind)
+    if known is None:
+        known = any(
+            c.__name__ == "BaseMessage" and c.__module__.startswith("langchain_core.messages")
+            for c in kind.__mro__
+        )
+        if len(_MESSAGE_TYPES) < 1024:
+            _MESSAGE_TYPES[kind] = known
+    return known
+
+
+_MESSAGE_TYPES: dict[type, bool] = {}
+"""type -> whether it is a message class (bounded: at most 1,024 types are remembered)."""
 
 
 def _safe_name(name: Any) -> str:
