@@ -80,8 +80,8 @@ from the loaded checkpoint's stored hash). Known limitation: an element mutated 
 it was hashed (same object, different content) is not seen by this prefix reuse; the
 from-scratch hash of the same list would differ. LangGraph reducers such as ``add_messages``
 build new lists and replace messages by new objects, so this does not happen with them. The
-identity check costs a copy of the list (``tuple(value)``) and an identity test of the prefix (a
-memcmp of the element pointers on CPython, ``operator.is_`` elsewhere: see
+identity check costs a copy of the appended elements (a tuple) and an identity test of the prefix (a
+C loop of ``operator.is_``, or for long lists on CPython a memcmp of the element pointers: see
 ``starts_with_same_objects``), a few nanoseconds per element.
 """
 
@@ -92,6 +92,7 @@ import datetime as _dt
 import decimal
 import enum
 import hashlib
+import itertools
 import math
 import operator
 import struct
@@ -840,7 +841,9 @@ def _pointer_prefix_check() -> PrefixCheck | None:
     try:
         import ctypes
 
-        memcmp = ctypes.CDLL(None).memcmp
+        # PyDLL: the call keeps the GIL (a CDLL call releases and re-takes it, handing the GIL
+        # to any waiting thread for a compare of a few nanoseconds)
+        memcmp = ctypes.PyDLL(None).memcmp
     except (ImportError, OSError, AttributeError):  # pragma: no cover
         return None
     memcmp.restype = ctypes.c_int
@@ -877,12 +880,20 @@ def _pointer_prefix_check() -> PrefixCheck | None:
 _pointer_prefix: Final = _pointer_prefix_check()
 
 
+_POINTER_CHECK_MIN: Final = 512
+"""From this many elements on the prefix is compared by `memcmp`; below it by `operator.is_`
+in a C loop, which is cheaper than a ctypes call (a ctypes call costs about 10 us when its
+code is cold, as it is between two puts)."""
+
+
 def starts_with_same_objects(items: list[Any], chunks: Sequence[tuple[Any, ...]]) -> bool:
     """Whether `items` begins with the very same objects (identity) as `chunks`, in order."""
-    if _pointer_prefix is not None:
+    count = sum(map(len, chunks))
+    if len(items) < count:
+        return False
+    if _pointer_prefix is not None and count >= _POINTER_CHECK_MIN:
         return _pointer_prefix(items, chunks)
-    prefix = [obj for chunk in chunks for obj in chunk]
-    return len(items) >= len(prefix) and all(map(operator.is_, items, prefix))
+    return all(map(operator.is_, items, itertools.chain.from_iterable(chunks)))
 
 
 _MAX_CHUNKS: Final = 32
