@@ -292,3 +292,25 @@ def noisy(deterministic: bool = False) -> StateGraph:
     builder.add_edge("a", "noisy")
     builder.add_edge("noisy", "c")
     return builder
+
+
+class Steps(TypedDict, total=False):
+    topic: str
+    steps: Annotated[list[str], operator.add]
+
+
+def steps_then_ask(saver: Any) -> Any:
+    """START -> a -> ask (dynamic `interrupt()`), over a plain `steps` list; compiled."""
+
+    def a(state: Steps) -> dict[str, Any]:
+        return {"steps": ["a"]}
+
+    def ask(state: Steps) -> dict[str, Any]:
+        return {"steps": [f"ask:{interrupt('ok?')}"]}
+
+    builder = StateGraph(Steps)
+    builder.add_node("a", a)
+    builder.add_node("ask", ask)
+    builder.add_edge(START, "a")
+    builder.add_edge("a", "ask")
+    return builder.compile(checkpointer=saver)

@@ -2,16 +2,15 @@
 
 from __future__ import annotations
 
-import operator
 from collections.abc import Callable
-from typing import Annotated, Any, TypedDict
+from typing import Any
 
 import pytest
 from langgraph.checkpoint.base import BaseCheckpointSaver, empty_checkpoint
 from langgraph.checkpoint.memory import InMemorySaver
-from langgraph.graph import START, StateGraph
-from langgraph.types import Command, interrupt
+from langgraph.types import Command
 
+import graphs
 from helpers import OTel
 from langgraph.checkpoint.otel import instrument, names
 from langgraph.checkpoint.otel.lineage import resume_log
@@ -28,33 +27,11 @@ class Unprintable:
         raise RuntimeError("no str for you")
 
 
-class State(TypedDict, total=False):
-    topic: str
-    steps: Annotated[list[str], operator.add]
-
-
 class CountingSaver(InMemorySaver):
     """An in-memory saver with LangGraph's default integer versions: the same on every thread
     that takes the same steps, so per-thread caches keyed by version would collide."""
 
     get_next_version = BaseCheckpointSaver.get_next_version  # type: ignore[assignment]
-
-
-def a(state: State) -> dict[str, Any]:
-    return {"steps": ["a"]}
-
-
-def ask(state: State) -> dict[str, Any]:
-    return {"steps": [f"ask:{interrupt('ok?')}"]}
-
-
-def graph(saver: BaseCheckpointSaver[Any]) -> Any:
-    builder = StateGraph(State)
-    builder.add_node("a", a)
-    builder.add_node("ask", ask)
-    builder.add_edge(START, "a")
-    builder.add_edge("a", "ask")
-    return builder.compile(checkpointer=saver)
 
 
 def wrapped(otel: OTel, inner: BaseCheckpointSaver[Any] | None = None, **options: Any) -> Any:
@@ -96,9 +73,16 @@ def test_bounded_text() -> None:
 
 def test_a_graph_run_with_an_unprintable_thread_id_fails_as_it_does_bare(otel: OTel) -> None:
     # LangGraph itself calls str(thread_id) when a run starts: the wrapper adds nothing
-    bare = outcome(lambda: graph(InMemorySaver()).invoke({"steps": []}, cfg(Unprintable())))
+    bare = outcome(
+        lambda: graphs.steps_then_ask(InMemorySaver()).invoke({"steps": []}, cfg(Unprintable()))
+    )
     assert bare == ("RuntimeError", "no str for you")
-    assert outcome(lambda: graph(wrapped(otel)).invoke({"steps": []}, cfg(Unprintable()))) == bare
+    assert (
+        outcome(
+            lambda: graphs.steps_then_ask(wrapped(otel)).invoke({"steps": []}, cfg(Unprintable()))
+        )
+        == bare
+    )
 
 
 def test_saver_calls_with_an_unprintable_thread_id_work_as_they_do_bare(otel: OTel) -> None:
@@ -164,7 +148,7 @@ def test_a_1mb_thread_id_is_bounded_on_every_span_and_stored_as_bare(otel: OTel)
     bare_saver, saver = InMemorySaver(), wrapped(otel)
     results = []
     for s in (bare_saver, saver):
-        app = graph(s)
+        app = graphs.steps_then_ask(s)
         first = app.invoke({"steps": []}, cfg(thread))
         results.append((first["steps"], app.invoke(Command(resume="ok"), cfg(thread))))
     assert results[0] == results[1]
@@ -183,7 +167,7 @@ def test_two_1mb_thread_ids_that_differ_at_the_end_keep_separate_state(otel: OTe
     def interleaved(saver: Any, threads: tuple[str, str], o: OTel) -> list[Any]:
         """Both threads interrupted, then both resumed: per call, the resume kinds and the
         put state hashes on the spans."""
-        app = graph(saver)
+        app = graphs.steps_then_ask(saver)
         seen = []
         steps: list[tuple[Any, Any]] = [
             ({"topic": "one", "steps": []}, threads[0]),

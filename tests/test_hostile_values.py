@@ -99,6 +99,21 @@ def serde(kind: str) -> JsonPlusSerializer:
     return JsonPlusSerializer(pickle_fallback=kind == "pickle")
 
 
+def bare_and_wrapped(
+    run: Callable[[BaseCheckpointSaver[Any]], Any], saver_kind: str, tmp_path: Any, otel: OTel
+) -> tuple[Any, Any]:
+    """`run` on a bare saver, then on a fresh one of the same kind wrapped: (bare, wrapped)."""
+    with saver_of(saver_kind, "default", tmp_path / "bare.sqlite") as bare:
+        expected = run(bare)
+    with saver_of(saver_kind, "default", tmp_path / "wrapped.sqlite") as inner:
+        got = run(
+            instrument(
+                inner, tracer_provider=otel.tracer_provider, meter_provider=otel.meter_provider
+            )
+        )
+    return expected, got
+
+
 @contextlib.contextmanager
 def saver_of(kind: str, serde_kind: str, path: Any) -> Iterator[BaseCheckpointSaver[Any]]:
     if kind == "memory":
@@ -245,13 +260,7 @@ def test_a_users_own_otel_metadata_is_kept_and_nothing_is_stored(
         state = graph.get_state({"configurable": {"thread_id": THREAD}})
         return result, history(saver, strip=False), read, state.metadata, state.values
 
-    with saver_of(saver_kind, "default", tmp_path / "bare.sqlite") as bare:
-        expected = run(bare)
-    with saver_of(saver_kind, "default", tmp_path / "wrapped.sqlite") as inner:
-        saver = instrument(
-            inner, tracer_provider=otel.tracer_provider, meter_provider=otel.meter_provider
-        )
-        got = run(saver)
+    expected, got = bare_and_wrapped(run, saver_kind, tmp_path, otel)
     assert expected[0][0] == "ok"
     # LangGraph copies only scalar `config["metadata"]` values into checkpoint metadata: the
     # string reaches the store bare (so the comparison below is meaningful), the others do not
@@ -286,13 +295,7 @@ def test_a_users_own_otel_value_put_as_checkpoint_metadata_is_kept(
         listed = [t.metadata for t in saver.list(config)]
         return tup.metadata, listed, [t.metadata for t in stored_history(saver, config)]
 
-    with saver_of(saver_kind, "default", tmp_path / "bare.sqlite") as bare:
-        expected = run(bare)
-    with saver_of(saver_kind, "default", tmp_path / "wrapped.sqlite") as inner:
-        saver = instrument(
-            inner, tracer_provider=otel.tracer_provider, meter_provider=otel.meter_provider
-        )
-        got = run(saver)
+    expected, got = bare_and_wrapped(run, saver_kind, tmp_path, otel)
     assert expected[0][names.METADATA_KEY] == planted
     assert got[2] == expected[2]  # stored: the user's value, nothing of the wrapper's
     # read back through the wrapper as bare: a user's value with keys the wrapper never

@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import itertools
-import operator
-from typing import Annotated, Any, TypedDict
+from typing import Any
 
 import pytest
 from langgraph.checkpoint.memory import InMemorySaver
-from langgraph.graph import START, StateGraph
-from langgraph.types import Command, interrupt
+from langgraph.types import Command
 
+import graphs
 from helpers import OTel
 from langgraph.checkpoint.otel import diff, instrument, names
 from langgraph.checkpoint.otel.records import (
@@ -19,28 +18,6 @@ from langgraph.checkpoint.otel.records import (
     without_stored_telemetry,
 )
 from langgraph.checkpoint.otel.saver import InstrumentedSaver, stored_history
-
-
-class State(TypedDict):
-    steps: Annotated[list[str], operator.add]
-
-
-def a(state: State) -> dict[str, Any]:
-    return {"steps": ["a"]}
-
-
-def ask(state: State) -> dict[str, Any]:
-    return {"steps": [f"ask:{interrupt('ok?')}"]}
-
-
-def graph(saver: Any) -> Any:
-    builder = StateGraph(State)
-    builder.add_node("a", a)
-    builder.add_node("ask", ask)
-    builder.add_edge(START, "a")
-    builder.add_edge("a", "ask")
-    return builder.compile(checkpointer=saver)
-
 
 CONFIG: Any = {"configurable": {"thread_id": "t1"}}
 
@@ -82,7 +59,7 @@ def plant(saver: InstrumentedSaver, key: str, value: Any) -> None:
 
 
 def bare_result() -> Any:
-    bare = graph(InMemorySaver())
+    bare = graphs.steps_then_ask(InMemorySaver())
     bare.invoke({"steps": []}, CONFIG)
     return bare.invoke(Command(resume="ok"), CONFIG)
 
@@ -95,7 +72,7 @@ def test_a_run_resuming_from_malformed_telemetry_is_classified_and_readers_do_no
         InMemorySaver(), tracer_provider=otel.tracer_provider, meter_provider=otel.meter_provider
     )
     assert isinstance(saver, InstrumentedSaver)
-    app = graph(saver)
+    app = graphs.steps_then_ask(saver)
     app.invoke({"steps": []}, CONFIG)
     plant(saver, key, value)
     otel.clear()

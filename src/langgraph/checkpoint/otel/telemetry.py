@@ -243,7 +243,7 @@ class Operation:
         try:
             yield
         finally:
-            self._inner = (self._inner or 0.0) + time.perf_counter() - started
+            self.inner_since(started)
 
     def inner_since(self, started: float) -> None:
         """Count the time from `started` (a `time.perf_counter()` value) as the inner call's."""
