@@ -2,6 +2,7 @@
 
     .venv/bin/python benchmarks/profile_wrapper.py graph    # 10-node graph, InMemorySaver
     .venv/bin/python benchmarks/profile_wrapper.py history  # one turn on a ~10 MB thread
+    .venv/bin/python benchmarks/profile_wrapper.py agent    # create_react_agent, InMemorySaver
 
 LangGraph runs checkpointer calls on executor threads, so a plain cProfile of the main thread
 sees only waiting. Every thread started while profiling gets its own profiler, timed with
@@ -128,6 +129,24 @@ def profile_history(n_msgs: int = 25_000, turns: int = 2) -> None:
     tel.shutdown()
 
 
+def profile_agent(n: int = 200) -> None:
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+    import agents
+
+    tel = h.Telemetry("noop")
+    g = agents.react_agent(h.instrumented(h.make_saver("memory"), tel))
+    for _ in range(20):
+        g.invoke(agents.question(), h.fresh_config())
+    with AllThreads() as prof:
+        for _ in range(n):
+            g.invoke(agents.question(), h.fresh_config())
+    stats = prof.stats()
+    report(stats, f"{n} turns of create_react_agent (scripted model), instrumented InMemorySaver")
+    print("\nthe library's own functions by own (tottime) CPU:")
+    stats.sort_stats("tottime").print_stats("checkpoint/otel/", 30)
+    tel.shutdown()
+
+
 if __name__ == "__main__":
     which = sys.argv[1] if len(sys.argv) > 1 else "graph"
-    {"graph": profile_graph, "history": profile_history}[which]()
+    {"graph": profile_graph, "history": profile_history, "agent": profile_agent}[which]()

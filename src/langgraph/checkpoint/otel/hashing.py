@@ -558,6 +558,8 @@ def _make_model_handler(t: type, *, message: bool) -> _Handler:
 
 
 _PACK_OPTIONS: Final = ormsgpack.OPT_SORT_KEYS | ormsgpack.OPT_SERIALIZE_PYDANTIC
+_CLEANED_MESSAGE_FIELDS: Final = (*sorted(TOOL_CALL_FIELDS), "content", "additional_kwargs")
+"""The message fields `_message_value` may change."""
 
 
 def _pack_message(
@@ -566,7 +568,11 @@ def _pack_message(
     """A message's fields (volatile ones left out) as MessagePack with sorted keys, at C speed;
     None when MessagePack cannot encode them canonically (sets, non-str keys, huge ints,
     unknown types: the Python form is used)."""
-    data = {n: _message_value(n, fields.get(n)) for n in names}
+    data = {n: fields.get(n) for n in names}
+    for n in _CLEANED_MESSAGE_FIELDS:
+        x = data.get(n)
+        if x and not isinstance(x, str):  # str content (the usual case) is kept as it is
+            data[n] = _message_value(n, x)
     if extra:
         data.update((k, x) for k, x in extra.items() if k not in VOLATILE_MESSAGE_FIELDS)
     try:
@@ -886,13 +892,19 @@ in a C loop, which is cheaper than a ctypes call (a ctypes call costs about 10 u
 code is cold, as it is between two puts)."""
 
 
-def starts_with_same_objects(items: list[Any], chunks: Sequence[tuple[Any, ...]]) -> bool:
-    """Whether `items` begins with the very same objects (identity) as `chunks`, in order."""
-    count = sum(map(len, chunks))
+def starts_with_same_objects(
+    items: list[Any], chunks: Sequence[tuple[Any, ...]], count: int | None = None
+) -> bool:
+    """Whether `items` begins with the very same objects (identity) as `chunks`, in order
+    (`count`: their number, when known)."""
+    if count is None:
+        count = sum(map(len, chunks))
     if len(items) < count:
         return False
     if _pointer_prefix is not None and count >= _POINTER_CHECK_MIN:
         return _pointer_prefix(items, chunks)
+    if len(chunks) == 1:
+        return all(map(operator.is_, items, chunks[0]))
     return all(map(operator.is_, items, itertools.chain.from_iterable(chunks)))
 
 
@@ -1087,7 +1099,7 @@ class StateHasher:
                 memo = scope_memo.lists.get(channel)
         ctx.active.add(id(value))
         ctx.depth = 1
-        if memo is not None and starts_with_same_objects(value, memo.chunks):
+        if memo is not None and starts_with_same_objects(value, memo.chunks, memo.count):
             # the list starts with the very objects already hashed: chain only the rest
             fresh = tuple(value[memo.count :])
             chain, size = _chain_items(memo.chain, fresh, ctx)
@@ -1177,16 +1189,16 @@ class StateHasher:
         size_bytes = 0
         written = 0
         scope_memo: _ScopeMemo | None = None
-        if self.max_list_memos:
-            with self._lock:
+        with self._lock:
+            known = self._scope_digests(scope)
+            if self.max_list_memos:
                 scope_memo = self._scope_memo(scope)
                 memos = list(scope_memo.lists.values())
+        if scope_memo is not None:
             # shared by every channel: a message is encoded once wherever it appears
             ctx = _Ctx(self._fallback, memos=memos, elements=scope_memo.elements)
         else:
             ctx = _Ctx(self._fallback)
-        with self._lock:
-            known = self._scope_digests(scope)
         for channel, value in values.items():
             version = versions.get(channel, _MISSING)
             is_changed = channel in changed_set

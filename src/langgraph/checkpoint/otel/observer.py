@@ -254,10 +254,18 @@ class CheckpointObserver:
         attributes = config_attributes(config)
         attributes.pop(names.CHECKPOINT_ID, None)
         attributes[names.CHECKPOINT_ID] = bounded_text(checkpoint.get("id", ""))
-        run = self._run_trace(_scope(config))
+        scope = _scope(config)
+        run = self._run_trace(scope)
         with self.telemetry.operation(names.SPAN_PUT, "put", attributes, run=run) as op:
             self.telemetry.guard(
-                "describe put", self._describe_put, op, call, config, checkpoint, new_versions
+                "describe put",
+                self._describe_put,
+                op,
+                call,
+                scope,
+                config,
+                checkpoint,
+                new_versions,
             )
             call.op = op
             yield call
@@ -270,11 +278,11 @@ class CheckpointObserver:
         self,
         op: Operation,
         call: PutCall,
+        scope: Scope,
         config: RunnableConfig,
         checkpoint: Checkpoint,
         new_versions: ChannelVersions,
     ) -> None:
-        scope = _scope(config)
         parent_id = (config.get("configurable") or {}).get("checkpoint_id")
         values = checkpoint.get("channel_values") or {}
         metadata = call.metadata

@@ -355,6 +355,8 @@ class Telemetry:
     ) -> None:
         self.saver_name = saver_name
         self._saver_attributes = {names.SAVER: saver_name}
+        self._duration_attributes: dict[str, dict[str, AttributeValue]] = {}
+        """The duration metric's attributes by operation (shared, never changed)."""
         self._meter_provider = meter_provider
         self.tracer = trace.get_tracer(
             names.SCOPE, PACKAGE_VERSION, tracer_provider=tracer_provider
@@ -486,13 +488,14 @@ class Telemetry:
         inner = op.inner_seconds
         if inner is not None:
             op.set({names.INSTRUMENTATION_DURATION: max(0.0, elapsed - inner)})
-        attributes: dict[str, AttributeValue] = {
-            names.OPERATION: op.name,
-            names.SAVER: self.saver_name,
-        }
+        attributes = self._duration_attributes.get(op.name)
+        if attributes is None:
+            attributes = {names.OPERATION: op.name, names.SAVER: self.saver_name}
+            if len(self._duration_attributes) < 64:  # a few operation names, never grows
+                self._duration_attributes[op.name] = attributes
         if error is not None:
             error_type = _error_type(error)
-            attributes[names.ERROR_TYPE] = error_type
+            attributes = {**attributes, names.ERROR_TYPE: error_type}
             if op.recording:
                 assert op.span is not None
                 op.set({names.ERROR_TYPE: error_type})
@@ -512,14 +515,12 @@ class Telemetry:
 
     def record_sizes(self, state_size: int, channel_sizes: Sequence[tuple[str, int]]) -> None:
         """Record the state size and the size of each changed channel."""
-        self.guard("record size", self.checkpoint_size.record, state_size, self._saver_attributes)
-        for channel, size in channel_sizes:
-            self.guard(
-                "record channel size",
-                self.channel_size.record,
-                size,
-                {names.CHANNEL_NAME: channel},
-            )
+        try:
+            self.checkpoint_size.record(state_size, self._saver_attributes)
+            for channel, size in channel_sizes:
+                self.channel_size.record(size, {names.CHANNEL_NAME: channel})
+        except Exception as exc:
+            self.fault("record size", exc)
 
     def count_resume(self, kind: str) -> None:
         """Count one resume by kind."""
