@@ -794,8 +794,10 @@ def _leak_metadata(original: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def _mutate_values(original: Callable[..., Any]) -> Callable[..., Any]:
-    def describe(self: Any, op: Any, call: Any, config: Any, checkpoint: Any, *args: Any) -> None:
-        original(self, op, call, config, checkpoint, *args)
+    def describe(
+        self: Any, op: Any, call: Any, scope: Any, config: Any, checkpoint: Any, *args: Any
+    ) -> None:
+        original(self, op, call, scope, config, checkpoint, *args)
         if "last" in checkpoint["channel_values"]:
             checkpoint["channel_values"]["last"] = "tampered"
 
