@@ -40,6 +40,7 @@ __all__ = [
     "PatchError",
     "TruncatedPatch",
     "apply_patch",
+    "checkpoint_digests",
     "diff",
     "escape_pointer_token",
     "make_patch",
@@ -158,6 +159,11 @@ def _side(tup: CheckpointLike) -> _Side:
     configurable = tup.config.get("configurable") or {}
     raw_id = checkpoint.get("id") or configurable.get("checkpoint_id")
     return _Side(str(raw_id) if raw_id else None, values, digests, state_hash)
+
+
+def checkpoint_digests(tup: CheckpointLike) -> dict[str, tuple[str, int]]:
+    """Every channel's (hash, size) of a checkpoint: stored ones, else computed."""
+    return _side(tup).digests
 
 
 def diff(

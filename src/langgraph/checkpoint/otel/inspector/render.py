@@ -1,0 +1,250 @@
+"""Terminal output of the inspector commands: rich tables (colour only on a terminal)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from langgraph.checkpoint.otel.inspector.model import (
+    Diff,
+    Divergences,
+    Growth,
+    Resumes,
+    SourceInfo,
+    Threads,
+    Timeline,
+)
+from langgraph.checkpoint.otel.inspector.views import short_ids
+
+
+def human_bytes(n: int | None) -> str:
+    if n is None:
+        return "-"
+    size = float(abs(n))
+    for unit in ("B", "KB", "MB", "GB"):
+        if size < 1024 or unit == "GB":
+            text = f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
+            return ("-" if n < 0 else "") + text
+        size /= 1024
+    return str(n)  # pragma: no cover
+
+
+def _signed(n: int | None) -> Text:
+    if n is None or n == 0:
+        return Text("" if n is None else "0", style="dim")
+    return Text(("+" if n > 0 else "") + human_bytes(n), style="yellow" if n > 0 else "green")
+
+
+def _when(t: datetime | None) -> str:
+    return t.astimezone().strftime("%Y-%m-%d %H:%M:%S") if t else "-"
+
+
+def _clock(t: datetime | None) -> str:
+    return t.astimezone().strftime("%H:%M:%S.%f")[:-3] if t else "-"
+
+
+def sources_line(console: Console, info: SourceInfo) -> None:
+    read = ", ".join(x for x in (info.saver, info.spans) if x)
+    console.print(Text(f"source: {read}", style="dim"))
+    for line in info.cannot_show:
+        console.print(Text(f"note: {line}", style="dim italic"))
+
+
+def threads(console: Console, view: Threads) -> None:
+    table = Table(title="threads", title_justify="left")
+    widest = max((len(r.thread_id) for r in view.threads), default=6)
+    table.add_column("thread", no_wrap=True, min_width=min(widest, 48))
+    for column in ("checkpoints", "namespaces", "size", "last activity"):
+        table.add_column(column, justify="right")
+    table.add_column("resumes", justify="right")
+    table.add_column("divergences", justify="right")
+    for row in view.threads:
+        table.add_row(
+            row.thread_id,
+            str(row.checkpoints),
+            str(row.namespaces),
+            human_bytes(row.size_bytes),
+            _when(row.last_activity),
+            str(row.resumes) if row.resumes else Text("0", style="dim"),
+            Text(str(row.divergences), style="bold red")
+            if row.divergences
+            else Text("0", style="dim"),
+        )
+    console.print(table)
+    sources_line(console, view.source)
+
+
+def timeline(console: Console, view: Timeline) -> None:
+    table = Table(title=f"timeline of {view.thread_id}", title_justify="left")
+    for column in (
+        "",
+        "checkpoint",
+        "time",
+        "step",
+        "source",
+        "nodes",
+        "changed",
+        "size",
+        "growth",
+    ):
+        table.add_column(
+            column,
+            justify="right" if column in ("step", "size", "growth") else "left",
+            no_wrap=column in ("", "checkpoint", "time", "size", "growth"),
+        )
+    table.add_column("hash")
+    table.add_column("marks")
+    has_ns = any(r.namespace for r in view.checkpoints)
+    if has_ns:
+        table.add_column("namespace")
+    for row in view.checkpoints:
+        lane = Text("│ " * row.branch + ("◆" if row.fork_point else "●"), style="cyan")
+        marks = Text()
+        if row.resume_kind:
+            marks.append(f"resume:{row.resume_kind} ", style="bold magenta")
+        if row.fork_point:
+            marks.append("fork point ", style="cyan")
+        for kind in row.divergences:
+            marks.append(f"DIVERGED:{kind} ", style="bold red")
+        cells: list[str | Text] = [
+            lane,
+            row.short_id,
+            _clock(row.time),
+            "" if row.step is None else str(row.step),
+            row.source or "",
+            ", ".join(row.nodes),
+            ", ".join(row.changed_channels),
+            human_bytes(row.size_bytes),
+            _signed(row.growth_bytes),
+            (row.state_hash or "")[:8],
+            marks,
+        ]
+        if has_ns:
+            cells.append(row.namespace)
+        table.add_row(*cells, style="on grey11" if row.divergences else None)
+    console.print(table)
+    sources_line(console, view.source)
+
+
+def resumes(console: Console, view: Resumes) -> None:
+    table = Table(title=f"resumes of {view.thread_id}", title_justify="left")
+    for column in (
+        "time",
+        "kind",
+        "from checkpoint",
+        "first checkpoint",
+        "first node",
+        "namespace",
+    ):
+        table.add_column(column)
+    ids = [r.from_checkpoint_id for r in view.resumes] + [
+        r.first_checkpoint_id for r in view.resumes if r.first_checkpoint_id
+    ]
+    shorts = short_ids(ids)
+    for row in view.resumes:
+        table.add_row(
+            _when(row.time),
+            Text(row.kind, style="bold magenta"),
+            shorts.get(row.from_checkpoint_id, row.from_checkpoint_id),
+            shorts.get(row.first_checkpoint_id or "", "-"),
+            row.first_node or "-",
+            row.namespace,
+        )
+    console.print(table if view.resumes else Text(f"no resumes of {view.thread_id}"))
+    sources_line(console, view.source)
+
+
+def divergences(console: Console, view: Divergences) -> None:
+    if not view.findings:
+        console.print(Text(f"no divergence in {view.thread_id}", style="green"))
+        sources_line(console, view.source)
+        return
+    table = Table(title=f"divergences of {view.thread_id}", title_justify="left")
+    for column in (
+        "kind",
+        "step",
+        "checkpoint",
+        "reference",
+        "node",
+        "channel",
+        "expected",
+        "actual",
+    ):
+        table.add_column(column)
+    shorts = short_ids(
+        [f.checkpoint_id for f in view.findings]
+        + [f.reference_checkpoint_id for f in view.findings]
+    )
+    for f in view.findings:
+        table.add_row(
+            Text(f.kind, style="bold red"),
+            "" if f.step is None else str(f.step),
+            shorts[f.checkpoint_id],
+            shorts[f.reference_checkpoint_id],
+            f.node or "",
+            f.channel or "",
+            (f.expected or "")[:16],
+            (f.actual or "")[:16],
+        )
+    console.print(table)
+    sources_line(console, view.source)
+
+
+def growth(console: Console, view: Growth) -> None:
+    table = Table(title=f"channel sizes of {view.thread_id} (first chain)", title_justify="left")
+    for column in ("channel", "first", "last", "max", "checkpoints", "sizes"):
+        table.add_column(column, justify="left" if column in ("channel", "sizes") else "right")
+    for c in view.channels:
+        table.add_row(
+            c.channel,
+            human_bytes(c.first_bytes),
+            human_bytes(c.last_bytes),
+            human_bytes(c.max_bytes),
+            str(len(c.points)),
+            _sparkline([p.size_bytes for p in c.points]),
+        )
+    console.print(table)
+    sources_line(console, view.source)
+
+
+def _sparkline(values: list[int]) -> str:
+    bars = "▁▂▃▄▅▆▇█"
+    top = max(values, default=0)
+    if top <= 0:
+        return ""
+    tail = values[-40:]
+    return "".join(bars[min(len(bars) - 1, v * (len(bars) - 1) // top)] for v in tail)
+
+
+def diffs(console: Console, view: Diff) -> None:
+    shorts = short_ids(
+        [d.to_checkpoint_id for d in view.diffs if d.to_checkpoint_id]
+        + [d.from_checkpoint_id for d in view.diffs if d.from_checkpoint_id]
+    )
+    for d in view.diffs:
+        title = (
+            f"{shorts.get(d.from_checkpoint_id or '', '(start)')} -> "
+            f"{shorts.get(d.to_checkpoint_id or '', '?')}"
+        )
+        if not d.changes:
+            console.print(Text(f"{title}: no state channel changed", style="dim"))
+            continue
+        table = Table(title=title, title_justify="left")
+        for column in ("channel", "status", "before", "after", "change", "summary"):
+            table.add_column(column, justify="right" if column in ("before", "after") else "left")
+        for c in d.changes:
+            table.add_row(
+                c.name,
+                c.status,
+                human_bytes(c.size_before),
+                human_bytes(c.size_after),
+                _signed(c.size_delta),
+                c.summary,
+            )
+            if c.patch is not None:
+                table.add_row("", "", "", "", "", Text(str(c.patch)[:400], style="dim"))
+        console.print(table)
+    sources_line(console, view.source)

@@ -1,0 +1,355 @@
+"""The HTML report of one thread: a single self-contained page (inline CSS, SVG and JS).
+
+The timeline and the size chart are laid out here, as SVG coordinates; the Jinja template
+(``templates/report.html.j2``, autoescaped: ids and names are untrusted text) only draws them.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterable
+from datetime import datetime
+from functools import cache
+from pathlib import Path
+from typing import Final
+
+import jinja2
+
+from langgraph.checkpoint.otel.diff import CheckpointDiff
+from langgraph.checkpoint.otel.inspector.model import CheckpointRow, Report
+
+__all__ = ["render_report", "write_report"]
+
+#: Timeline geometry (SVG user units).
+COLUMN: Final[int] = 44
+LANE: Final[int] = 56
+RADIUS: Final[int] = 8
+_TOP: Final[int] = 40
+_LEFT: Final[int] = 70
+
+#: Size chart geometry.
+CHART_WIDTH: Final[int] = 760
+CHART_HEIGHT: Final[int] = 240
+_CHART_LEFT: Final[int] = 70
+_CHART_RIGHT: Final[int] = 20
+_CHART_TOP: Final[int] = 16
+_CHART_BOTTOM: Final[int] = 40
+
+#: Series colours of the size chart (cycled), readable on white.
+PALETTE: Final[tuple[str, ...]] = (
+    "#2563eb",
+    "#16a34a",
+    "#9333ea",
+    "#ea580c",
+    "#0891b2",
+    "#ca8a04",
+    "#db2777",
+    "#4b5563",
+)
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Node:
+    """One checkpoint circle of the timeline."""
+
+    row: CheckpointRow
+    x: int
+    y: int
+    diverged: bool
+    resume_labels: tuple[str, ...]
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Edge:
+    """The line from a checkpoint's parent to it: an SVG path."""
+
+    d: str
+    fork: bool
+    """The child sits on another lane than its parent (a branch starts here)."""
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class TimelineLayout:
+    width: int
+    height: int
+    nodes: list[Node]
+    edges: list[Edge]
+    lanes: list[tuple[int, int]]
+    """(lane, y) of each lane used."""
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Series:
+    channel: str
+    colour: str
+    points: str
+    """SVG polyline `points`."""
+    dots: list[tuple[float, float, str]]
+    """(x, y, tooltip) of each point."""
+    first_bytes: int
+    last_bytes: int
+    max_bytes: int
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Tick:
+    position: float
+    label: str
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class GrowthChart:
+    width: int
+    height: int
+    left: int
+    right: int
+    top: int
+    bottom: int
+    series: list[Series]
+    x_ticks: list[Tick]
+    y_ticks: list[Tick]
+
+
+def human_bytes(size: int | None) -> str:
+    """``1.5 KiB``-style size; an empty string for None."""
+    if size is None:
+        return ""
+    value = float(abs(size))
+    sign = "-" if size < 0 else ""
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if value < 1024 or unit == "GiB":
+            text = f"{int(value)}" if unit == "B" else f"{value:.1f}"
+            return f"{sign}{text} {unit}"
+        value /= 1024
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+def signed_bytes(delta: int | None) -> str:
+    """``+1.5 KiB`` / ``-12 B`` / ``±0 B``; empty for None."""
+    if delta is None:
+        return ""
+    if delta == 0:
+        return "±0 B"
+    return ("+" if delta > 0 else "") + human_bytes(delta)
+
+
+def format_time(value: datetime | None, *, date: bool = True) -> str:
+    """``2024-05-01 12:00:00.123+00:00`` (the zone as stored), or ``12:00:00.123`` without
+    `date`; empty for None."""
+    if value is None:
+        return ""
+    if not date:
+        return value.time().isoformat(timespec="milliseconds")
+    return value.isoformat(sep=" ", timespec="milliseconds")
+
+
+def _resume_labels(report: Report) -> dict[str, list[str]]:
+    ids = {row.checkpoint_id for row in report.timeline.checkpoints}
+    labels: dict[str, list[str]] = {}
+    for row in report.timeline.checkpoints:
+        if row.resume_kind:
+            labels.setdefault(row.checkpoint_id, []).append(row.resume_kind)
+    for resume in report.resumes.resumes:
+        target = resume.first_checkpoint_id
+        if target is None and resume.from_checkpoint_id in ids:
+            # spans only: the resumed run's first checkpoint is unknown, mark where it resumed
+            labels.setdefault(resume.from_checkpoint_id, []).append(f"{resume.kind} (from)")
+        elif target in ids and resume.kind not in labels.get(target, []):
+            labels.setdefault(target, []).append(resume.kind)
+    return labels
+
+
+def layout_timeline(report: Report) -> TimelineLayout:
+    """x = order on the timeline, y = lane (`CheckpointRow.branch`); an edge to each parent."""
+    rows = report.timeline.checkpoints
+    diverged = {finding.checkpoint_id for finding in report.divergences.findings}
+    resumes = _resume_labels(report)
+    lanes = sorted({row.branch for row in rows}) or [0]
+    lane_y = {lane: _TOP + index * LANE for index, lane in enumerate(lanes)}
+    nodes: list[Node] = []
+    where: dict[str, Node] = {}
+    for index, row in enumerate(rows):
+        node = Node(
+            row=row,
+            x=_LEFT + index * COLUMN,
+            y=lane_y[row.branch],
+            diverged=bool(row.divergences) or row.checkpoint_id in diverged,
+            resume_labels=tuple(resumes.get(row.checkpoint_id, ())),
+        )
+        nodes.append(node)
+        where.setdefault(row.checkpoint_id, node)
+    edges: list[Edge] = []
+    for node in nodes:
+        parent = where.get(node.row.parent_id) if node.row.parent_id else None
+        if parent is None:
+            continue
+        if parent.y == node.y:
+            edges.append(Edge(f"M{parent.x},{parent.y} L{node.x},{node.y}", fork=False))
+            continue
+        # down (or up) to the child's lane within one column, then along the lane
+        bend = min(parent.x + COLUMN, node.x)
+        mid = (parent.x + bend) / 2
+        d = (
+            f"M{parent.x},{parent.y} C{mid:g},{parent.y} {mid:g},{node.y} {bend},{node.y}"
+            f" L{node.x},{node.y}"
+        )
+        edges.append(Edge(d, fork=True))
+    width = _LEFT + max(len(rows) - 1, 0) * COLUMN + 110
+    height = _TOP + (len(lanes) - 1) * LANE + 44
+    return TimelineLayout(
+        width=width,
+        height=height,
+        nodes=nodes,
+        edges=edges,
+        lanes=[(lane, lane_y[lane]) for lane in lanes],
+    )
+
+
+def _nice_ceiling(value: int) -> int:
+    """The smallest 1/2/5 x 10^n at or above `value` (at least 1)."""
+    if value <= 1:
+        return 1
+    magnitude = 1
+    while True:
+        for step in (1, 2, 5):
+            if step * magnitude >= value:
+                return step * magnitude
+        magnitude *= 10
+
+
+def _tick_step(top: int) -> int:
+    """Round tick spacing for an axis from 0 to `top` (a `_nice_ceiling` value)."""
+    leading = int(str(top)[0])
+    return max(1, top // 4 if leading == 2 else top // 5)
+
+
+def layout_growth(report: Report) -> GrowthChart | None:
+    """One polyline per channel: x = order on the timeline (steps as labels), y = size."""
+    channels = [c for c in report.growth.channels if c.points]
+    if not channels:
+        return None
+    order = {row.checkpoint_id: i for i, row in enumerate(report.timeline.checkpoints)}
+    keys: dict[str, float] = {}
+    labels: dict[float, str] = {}
+    for channel in channels:
+        for index, point in enumerate(channel.points):
+            key = float(
+                order.get(point.checkpoint_id, point.step if point.step is not None else index)
+            )
+            keys[point.checkpoint_id] = key
+            labels.setdefault(key, str(point.step) if point.step is not None else "")
+    low, high = min(keys.values()), max(keys.values())
+    top_bytes = _nice_ceiling(max(c.max_bytes for c in channels))
+    plot_w = CHART_WIDTH - _CHART_LEFT - _CHART_RIGHT
+    plot_h = CHART_HEIGHT - _CHART_TOP - _CHART_BOTTOM
+
+    def x_of(key: float) -> float:
+        if high == low:
+            return _CHART_LEFT + plot_w / 2
+        return round(_CHART_LEFT + (key - low) / (high - low) * plot_w, 1)
+
+    def y_of(size: int) -> float:
+        return round(_CHART_TOP + plot_h - size / top_bytes * plot_h, 1)
+
+    series = []
+    for index, channel in enumerate(channels):
+        dots = [
+            (
+                x_of(keys[p.checkpoint_id]),
+                y_of(p.size_bytes),
+                f"{channel.channel} at step {p.step}: {human_bytes(p.size_bytes)}",
+            )
+            for p in channel.points
+        ]
+        series.append(
+            Series(
+                channel=channel.channel,
+                colour=PALETTE[index % len(PALETTE)],
+                points=" ".join(f"{x:g},{y:g}" for x, y, _ in dots),
+                dots=dots,
+                first_bytes=channel.first_bytes,
+                last_bytes=channel.last_bytes,
+                max_bytes=channel.max_bytes,
+            )
+        )
+    every = max(1, len(labels) // 12)
+    x_ticks = [
+        Tick(x_of(key), labels[key]) for i, key in enumerate(sorted(labels)) if i % every == 0
+    ]
+    y_ticks = [
+        Tick(y_of(size), human_bytes(size))
+        for size in range(0, top_bytes + 1, _tick_step(top_bytes))
+    ]
+    return GrowthChart(
+        width=CHART_WIDTH,
+        height=CHART_HEIGHT,
+        left=_CHART_LEFT,
+        right=CHART_WIDTH - _CHART_RIGHT,
+        top=_CHART_TOP,
+        bottom=CHART_HEIGHT - _CHART_BOTTOM,
+        series=series,
+        x_ticks=x_ticks,
+        y_ticks=y_ticks,
+    )
+
+
+def _diffs_by_checkpoint(diffs: Iterable[CheckpointDiff]) -> dict[str, CheckpointDiff]:
+    found: dict[str, CheckpointDiff] = {}
+    for item in diffs:
+        if item.to_checkpoint_id is not None:
+            found.setdefault(item.to_checkpoint_id, item)
+    return found
+
+
+def _initial_selection(report: Report) -> str | None:
+    """The first diverged checkpoint, else the latest one."""
+    rows = report.timeline.checkpoints
+    diverged = {finding.checkpoint_id for finding in report.divergences.findings}
+    for row in rows:
+        if row.divergences or row.checkpoint_id in diverged:
+            return row.checkpoint_id
+    return rows[-1].checkpoint_id if rows else None
+
+
+@cache
+def _environment() -> jinja2.Environment:
+    return jinja2.Environment(
+        loader=jinja2.PackageLoader("langgraph.checkpoint.otel.inspector", "templates"),
+        autoescape=True,
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+
+
+def render_report(report: Report) -> str:
+    """The report of `report`'s thread as one self-contained HTML page."""
+    short_ids = {row.checkpoint_id: row.short_id for row in report.timeline.checkpoints}
+
+    def short(checkpoint_id: str | None) -> str:
+        if checkpoint_id is None:
+            return ""
+        return short_ids.get(checkpoint_id, checkpoint_id[-8:])
+
+    times = [row.time for row in report.timeline.checkpoints if row.time is not None]
+    template = _environment().get_template("report.html.j2")
+    return template.render(
+        report=report,
+        period=(min(times), max(times)) if times else None,
+        timeline=layout_timeline(report),
+        growth=layout_growth(report),
+        diffs=_diffs_by_checkpoint(report.diffs),
+        selected=_initial_selection(report),
+        radius=RADIUS,
+        short=short,
+        human_bytes=human_bytes,
+        signed_bytes=signed_bytes,
+        format_time=format_time,
+    )
+
+
+def write_report(report: Report, path: Path) -> Path:
+    """Write the report page to `path` (UTF-8; parent directories created); returns `path`."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(render_report(report), encoding="utf-8")
+    return path

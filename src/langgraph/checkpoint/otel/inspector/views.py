@@ -1,0 +1,539 @@
+"""What each inspector command shows, computed from the sources (no output formatting here).
+
+From a saver: every stored checkpoint, with the wrapper's stored hashes, sizes, nodes and
+resume marks (computed where a checkpoint has none). From spans: the put spans' attributes
+and channel events, resume spans, and divergences flagged online. Given both, the saver gives
+the structure and the spans add timings, resume details and online findings.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable, Mapping, Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+from langgraph.checkpoint.base import CheckpointTuple
+
+from langgraph.checkpoint.otel import names
+from langgraph.checkpoint.otel.diff import CheckpointDiff, ContentPolicy, checkpoint_digests, diff
+from langgraph.checkpoint.otel.divergence import DEFAULT_POLICY, Finding, divergences
+from langgraph.checkpoint.otel.inspector.model import (
+    ChannelGrowth,
+    CheckpointRow,
+    Diff,
+    Divergences,
+    Growth,
+    GrowthPoint,
+    Report,
+    ResumeRow,
+    Resumes,
+    ThreadRow,
+    Threads,
+    Timeline,
+)
+from langgraph.checkpoint.otel.inspector.sources import SourceError, Sources
+from langgraph.checkpoint.otel.lineage import resume_log
+from langgraph.checkpoint.otel.options import DivergencePolicy
+from langgraph.checkpoint.otel.otlp_json import SpanRecord
+from langgraph.checkpoint.otel.records import (
+    bounded_text,
+    history_records,
+    is_state_channel,
+    read_stored_telemetry,
+    span_facts,
+    span_records,
+)
+
+MIN_SHORT_ID = 6
+
+
+class UnknownThreadError(SourceError):
+    """The sources hold nothing of the thread."""
+
+
+# --- shared pieces ----------------------------------------------------------------------------
+
+
+def short_ids(ids: Iterable[str]) -> dict[str, str]:
+    """The shortest distinct ending of each id (at least `MIN_SHORT_ID` characters).
+
+    Checkpoint ids are time-based (UUID v6): their starts are alike, their ends are not.
+    """
+    compact = {i: i.replace("-", "") for i in ids}
+    width = MIN_SHORT_ID
+    while width < max((len(c) for c in compact.values()), default=0):
+        ends = [c[-width:] for c in compact.values()]
+        if len(set(ends)) == len(ends):
+            break
+        width += 2
+    return {i: c[-width:] for i, c in compact.items()}
+
+
+def _time(value: Any) -> datetime | None:
+    if isinstance(value, datetime):
+        return value
+    if isinstance(value, str):
+        try:
+            parsed = datetime.fromisoformat(value)
+        except ValueError:
+            return None
+        return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+    return None
+
+
+def _span_time(ns: int) -> datetime:
+    return datetime.fromtimestamp(ns / 1e9, UTC)
+
+
+def _ns(tup: CheckpointTuple) -> str:
+    return str((tup.config.get("configurable") or {}).get("checkpoint_ns", ""))
+
+
+def _parent_id(tup: CheckpointTuple) -> str | None:
+    parent = ((tup.parent_config or {}).get("configurable") or {}).get("checkpoint_id")
+    return str(parent) if parent else None
+
+
+def _lanes(ids: Sequence[str], parent_of: Mapping[str, str | None]) -> dict[str, int]:
+    """Lane per checkpoint: a chain keeps its lane, each later child of a fork point opens one."""
+    children: dict[str | None, list[str]] = defaultdict(list)
+    for i in ids:
+        parent = parent_of.get(i)
+        children[parent if parent in parent_of else None].append(i)
+    lanes: dict[str, int] = {}
+    next_lane = 0
+    stack: list[tuple[str, int | None]] = [(r, None) for r in sorted(children[None], reverse=True)]
+    while stack:
+        node, lane = stack.pop()
+        if lane is None:
+            lane, next_lane = next_lane, next_lane + 1
+        lanes[node] = lane
+        kids = sorted(children.get(node, []))
+        # the first child continues the lane; later ones get new lanes (pushed so it runs first)
+        stack.extend((kid, None) for kid in reversed(kids[1:]))
+        if kids:
+            stack.append((kids[0], lane))
+    return lanes
+
+
+def _thread_spans(sources: Sources, thread_id: str) -> list[SpanRecord]:
+    if not sources.span_files:
+        return []
+    wanted = bounded_text(thread_id)
+    return [s for s in sources.spans if str(s.attributes.get(names.THREAD_ID, "")) == wanted]
+
+
+def _online_findings(spans: Iterable[SpanRecord]) -> list[Finding]:
+    findings = []
+    for span in spans:
+        for event in span.events:
+            if event.name != names.EVENT_DIVERGENCE:
+                continue
+            a = event.attributes
+            step = a.get(names.DIVERGENCE_STEP)
+            findings.append(
+                Finding(
+                    kind=str(a.get(names.DIVERGENCE_KIND, "state")),  # type: ignore[arg-type]
+                    step=step if isinstance(step, int) else None,
+                    checkpoint_id=str(span.attributes.get(names.CHECKPOINT_ID, "")),
+                    reference_checkpoint_id=str(
+                        a.get(names.DIVERGENCE_REFERENCE_CHECKPOINT_ID, "")
+                    ),
+                    node=_opt(a.get(names.DIVERGENCE_NODE)),
+                    channel=_opt(a.get(names.DIVERGENCE_CHANNEL)),
+                    expected=_opt(a.get(names.DIVERGENCE_EXPECTED)),
+                    actual=_opt(a.get(names.DIVERGENCE_ACTUAL)),
+                )
+            )
+    return findings
+
+
+def _opt(value: Any) -> str | None:
+    return None if value is None else str(value)
+
+
+# --- one thread -------------------------------------------------------------------------------
+
+
+class ThreadData:
+    """A thread's checkpoints as read from the sources, shared by the commands."""
+
+    def __init__(
+        self, sources: Sources, thread_id: str, policy: DivergencePolicy = DEFAULT_POLICY
+    ) -> None:
+        self.sources = sources
+        self.thread_id = thread_id
+        self.policy = policy
+        self.spans = _thread_spans(sources, thread_id)
+        self.tuples: list[CheckpointTuple] = (
+            sorted(sources.checkpoints(thread_id), key=lambda t: str(t.checkpoint["id"]))
+            if sources.saver is not None
+            else []
+        )
+        self.puts = sorted(
+            (s for s in self.spans if s.name == names.SPAN_PUT),
+            key=lambda s: str(s.attributes.get(names.CHECKPOINT_ID, "")),
+        )
+        if not self.tuples and not self.puts:
+            raise UnknownThreadError(f"no checkpoints of thread {thread_id!r} in these sources")
+        if self.tuples:
+            self.records = history_records(self.tuples)
+        else:
+            self.records = span_records(span_facts(self.puts), thread_id)
+        self.by_id = {r.checkpoint_id: r for r in self.records}
+
+    def findings(self) -> list[Finding]:
+        """Offline findings over the stored history, with those flagged online."""
+        found = {
+            (f.kind, f.checkpoint_id, f.channel, f.actual): f
+            for f in divergences(self.records, self.policy)
+        }
+        for f in _online_findings(self.puts):
+            found.setdefault((f.kind, f.checkpoint_id, f.channel, f.actual), f)
+        return sorted(found.values(), key=lambda f: (f.checkpoint_id, f.kind))
+
+    def digests(self) -> dict[str, dict[str, tuple[str, int]]]:
+        """(hash, size) per channel per checkpoint (changed channels carried over for spans)."""
+        if self.tuples:
+            return {str(t.checkpoint["id"]): checkpoint_digests(t) for t in self.tuples}
+        out: dict[str, dict[str, tuple[str, int]]] = {}
+        for span in self.puts:
+            cid = str(span.attributes.get(names.CHECKPOINT_ID, ""))
+            parent = span.attributes.get(names.PARENT_ID)
+            channels = dict(out.get(str(parent), {})) if parent else {}
+            for event in span.events:
+                a = event.attributes
+                if event.name == names.EVENT_CHANNEL and names.CHANNEL_NAME in a:
+                    size = a.get(names.CHANNEL_SIZE_BYTES)
+                    channels[str(a[names.CHANNEL_NAME])] = (
+                        str(a.get(names.CHANNEL_HASH, "")),
+                        size if isinstance(size, int) else 0,
+                    )
+            out[cid] = channels
+        return out
+
+
+def timeline(sources: Sources, thread_id: str, data: ThreadData | None = None) -> Timeline:
+    """Every checkpoint of the thread, oldest first, with branches, resumes and divergences."""
+    data = data or ThreadData(sources, thread_id)
+    records = data.records
+    parent_of = {r.checkpoint_id: r.parent_id for r in records}
+    lanes = _lanes([r.checkpoint_id for r in records], parent_of)
+    children: dict[str, int] = defaultdict(int)
+    for r in records:
+        if r.parent_id:
+            children[r.parent_id] += 1
+    shorts = short_ids(parent_of)
+    digests = data.digests()
+    flagged: dict[str, list[str]] = defaultdict(list)
+    for f in data.findings():
+        flagged[f.checkpoint_id].append(f.kind)
+    puts = {str(s.attributes.get(names.CHECKPOINT_ID, "")): s for s in data.puts}
+    tuples = {str(t.checkpoint["id"]): t for t in data.tuples}
+    resumes = _resume_marks(data)
+    rows = []
+    for r in records:
+        cid = r.checkpoint_id
+        channels = digests.get(cid, {})
+        parent_channels = digests.get(r.parent_id or "", {})
+        size = sum(size for _, size in channels.values()) if channels else None
+        parent_size = sum(s for _, s in parent_channels.values()) if parent_channels else None
+        put = puts.get(cid)
+        tup = tuples.get(cid)
+        changed = sorted(
+            name
+            for name, (digest, _) in channels.items()
+            if is_state_channel(name) and parent_channels.get(name, ("",))[0] != digest
+        )
+        if put is not None and not tup:
+            listed = put.attributes.get(names.CHANNELS_CHANGED)
+            changed = [str(c) for c in listed] if isinstance(listed, tuple | list) else []
+            span_size = put.attributes.get(names.SIZE_BYTES)
+            size = span_size if isinstance(span_size, int) else size
+        when = _time(tup.checkpoint.get("ts")) if tup else None
+        if when is None and put is not None:
+            when = _span_time(put.start_time_unix_nano)
+        kind, origin = resumes.get(cid, (r.resume_kind, None))
+        rows.append(
+            CheckpointRow(
+                checkpoint_id=cid,
+                short_id=shorts[cid],
+                parent_id=r.parent_id,
+                namespace=_ns(tup)
+                if tup
+                else str(put.attributes.get(names.CHECKPOINT_NS, ""))
+                if put
+                else "",
+                time=when,
+                step=r.step,
+                source=r.source,
+                nodes=list(r.nodes),
+                changed_channels=changed,
+                size_bytes=size,
+                growth_bytes=None if size is None or parent_size is None else size - parent_size,
+                state_hash=r.state_hash,
+                branch=lanes.get(cid, 0),
+                fork_point=children[cid] > 1,
+                resume_kind=kind,
+                resumed_from=origin,
+                divergences=sorted(set(flagged.get(cid, []))),
+                duration_ms=_inner_ms(put) if put is not None else None,
+            )
+        )
+    return Timeline(source=sources.info(), thread_id=thread_id, checkpoints=rows)
+
+
+def _inner_ms(span: SpanRecord) -> float:
+    own = span.attributes.get(names.INSTRUMENTATION_DURATION)
+    own_s = float(own) if isinstance(own, int | float) else 0.0
+    return max(0.0, span.duration_s - own_s) * 1e3
+
+
+def _resume_marks(data: ThreadData) -> dict[str, tuple[str | None, str | None]]:
+    """(kind, from checkpoint) on the first checkpoint each resumed run wrote."""
+    marks: dict[str, tuple[str | None, str | None]] = {}
+    for tup in data.tuples:
+        stored = read_stored_telemetry(tup.metadata)
+        if stored is not None and stored.resume is not None:
+            marks[str(tup.checkpoint["id"])] = stored.resume
+    kinds = {
+        str(s.attributes.get(names.RESUME_FROM_CHECKPOINT_ID, "")): str(
+            s.attributes.get(names.RESUME_KIND, "")
+        )
+        for s in data.spans
+        if s.name == names.SPAN_RESUME
+    }
+    for put in data.puts:
+        origin = put.attributes.get(names.RESUME_FROM_CHECKPOINT_ID)
+        cid = str(put.attributes.get(names.CHECKPOINT_ID, ""))
+        if origin is not None and cid not in marks:
+            marks[cid] = (kinds.get(str(origin)), str(origin))
+    return marks
+
+
+def resumes(sources: Sources, thread_id: str, data: ThreadData | None = None) -> Resumes:
+    """The resume log: from resume spans where there are spans, else from stored marks."""
+    data = data or ThreadData(sources, thread_id)
+    marks = _resume_marks(data)
+    first_by_origin = {origin: cid for cid, (_, origin) in marks.items() if origin}
+    rows: list[ResumeRow] = []
+    seen: set[str] = set()
+    for event in resume_log(span_facts(data.spans), thread_id):
+        seen.add(event.from_checkpoint_id)
+        rows.append(
+            ResumeRow(
+                time=_span_time(event.at_ns),
+                namespace=event.checkpoint_ns,
+                kind=event.kind,
+                from_checkpoint_id=event.from_checkpoint_id,
+                first_checkpoint_id=first_by_origin.get(event.from_checkpoint_id),
+                first_node=event.first_node,
+            )
+        )
+    tuples = {str(t.checkpoint["id"]): t for t in data.tuples}
+    for cid, (kind, origin) in marks.items():
+        if origin is None or origin in seen or kind is None:
+            continue
+        tup = tuples.get(cid)
+        rows.append(
+            ResumeRow(
+                time=_time(tup.checkpoint.get("ts")) if tup else None,
+                namespace=_ns(tup) if tup else "",
+                kind=kind,
+                from_checkpoint_id=origin,
+                first_checkpoint_id=cid,
+                first_node=_first_node_from(data, cid),
+            )
+        )
+    rows.sort(key=lambda r: r.time or datetime.min.replace(tzinfo=UTC))
+    return Resumes(source=sources.info(), thread_id=thread_id, resumes=rows)
+
+
+def _first_node_from(data: ThreadData, checkpoint_id: str) -> str | None:
+    """The first node applied at or after a checkpoint along its first chain (a fork copy
+    applies none; its child names what ran)."""
+    current: str | None = checkpoint_id
+    for _ in range(len(data.records)):
+        record = data.by_id.get(current or "")
+        if record is None:
+            return None
+        if record.nodes:
+            return record.nodes[0]
+        children = sorted(r.checkpoint_id for r in data.records if r.parent_id == current)
+        current = children[0] if children else None
+    return None
+
+
+def divergence_report(
+    sources: Sources, thread_id: str, data: ThreadData | None = None
+) -> Divergences:
+    """Offline detectors over the thread's history, with findings flagged online."""
+    data = data or ThreadData(sources, thread_id)
+    findings = data.findings()
+    return Divergences(
+        source=sources.info(), thread_id=thread_id, diverged=bool(findings), findings=findings
+    )
+
+
+def growth(sources: Sources, thread_id: str, data: ThreadData | None = None) -> Growth:
+    """Per-channel size along the thread's first chain (root namespace), largest first."""
+    data = data or ThreadData(sources, thread_id)
+    rows = [r for r in timeline(sources, thread_id, data).checkpoints if r.branch == 0]
+    rows = [r for r in rows if r.namespace == ""] or rows
+    digests = data.digests()
+    series: dict[str, list[GrowthPoint]] = defaultdict(list)
+    for row in rows:
+        for name, (_, size) in digests.get(row.checkpoint_id, {}).items():
+            if is_state_channel(name):
+                series[name].append(
+                    GrowthPoint(checkpoint_id=row.checkpoint_id, step=row.step, size_bytes=size)
+                )
+    channels = [
+        ChannelGrowth(
+            channel=name,
+            points=points,
+            first_bytes=points[0].size_bytes,
+            last_bytes=points[-1].size_bytes,
+            max_bytes=max(p.size_bytes for p in points),
+        )
+        for name, points in series.items()
+    ]
+    channels.sort(key=lambda c: (-c.last_bytes, c.channel))
+    return Growth(source=sources.info(), thread_id=thread_id, channels=channels)
+
+
+def resolve_checkpoint(data: ThreadData, text: str) -> str:
+    """A checkpoint id from a full id, or a unique start or end of one (dashes optional)."""
+    wanted = text.replace("-", "").lower()
+    ids = [r.checkpoint_id for r in data.records]
+    exact = [i for i in ids if i == text]
+    if exact:
+        return exact[0]
+    hits = [
+        i
+        for i in ids
+        if i.replace("-", "").lower().endswith(wanted)
+        or i.replace("-", "").lower().startswith(wanted)
+    ]
+    if len(hits) == 1:
+        return hits[0]
+    if not hits:
+        raise SourceError(f"no checkpoint {text!r} in thread {data.thread_id!r}")
+    raise SourceError(f"{text!r} matches {len(hits)} checkpoints of thread {data.thread_id!r}")
+
+
+def diffs(
+    sources: Sources,
+    thread_id: str,
+    a: str | None = None,
+    b: str | None = None,
+    *,
+    content: ContentPolicy | None = None,
+    data: ThreadData | None = None,
+) -> Diff:
+    """`a` -> `b`; `a` alone: its parent -> `a`; neither: each checkpoint against its parent."""
+    data = data or ThreadData(sources, thread_id)
+    if not data.tuples:
+        raise SourceError(
+            "diff needs a saver source: spans carry no channel values (timeline shows which "
+            "channels changed and their sizes)"
+        )
+    tuples = {str(t.checkpoint["id"]): t for t in data.tuples}
+    pairs: list[tuple[CheckpointTuple | None, CheckpointTuple]] = []
+    if a is not None and b is not None:
+        pairs.append((tuples[resolve_checkpoint(data, a)], tuples[resolve_checkpoint(data, b)]))
+    elif a is not None:
+        after = tuples[resolve_checkpoint(data, a)]
+        pairs.append((tuples.get(_parent_id(after) or ""), after))
+    else:
+        pairs = [(tuples.get(_parent_id(t) or ""), t) for t in data.tuples]
+    out = []
+    for before, after in pairs:
+        if before is None:
+            out.append(_first_diff(after, content))
+        else:
+            out.append(diff(before, after, content=content))
+    return Diff(source=sources.info(), thread_id=thread_id, diffs=out)
+
+
+class _Empty:
+    """Stands in for the nothing before a thread's first checkpoint."""
+
+    checkpoint: Mapping[str, Any] = {"channel_values": {}}
+    metadata: Mapping[str, Any] | None = None
+    config: Mapping[str, Any] = {"configurable": {}}
+
+
+def _first_diff(after: CheckpointTuple, content: ContentPolicy | None) -> CheckpointDiff:
+    result = diff(_Empty(), after, content=content)
+    return result.model_copy(update={"from_checkpoint_id": None, "state_hash_before": None})
+
+
+def build_report(
+    sources: Sources, thread_id: str, policy: DivergencePolicy = DEFAULT_POLICY
+) -> Report:
+    """Everything the HTML report shows of one thread."""
+    data = ThreadData(sources, thread_id, policy)
+    return Report(
+        timeline=timeline(sources, thread_id, data),
+        resumes=resumes(sources, thread_id, data),
+        divergences=divergence_report(sources, thread_id, data),
+        growth=growth(sources, thread_id, data),
+        diffs=diffs(sources, thread_id, data=data).diffs if data.tuples else [],
+    )
+
+
+# --- all threads ------------------------------------------------------------------------------
+
+
+def threads(
+    sources: Sources, progress: Any = None, policy: DivergencePolicy = DEFAULT_POLICY
+) -> Threads:
+    """Every thread the sources know, most recently active first."""
+    by_thread: dict[str, list[CheckpointTuple]] = defaultdict(list)
+    if sources.saver is not None:
+        for tup in sources.checkpoints(None):
+            thread = (tup.config.get("configurable") or {}).get("thread_id")
+            by_thread[str(thread)].append(tup)
+    span_threads: dict[str, list[SpanRecord]] = defaultdict(list)
+    if sources.span_files:
+        for span in sources.spans:
+            thread = span.attributes.get(names.THREAD_ID)
+            if thread is not None:
+                span_threads[str(thread)].append(span)
+    rows = []
+    ids = sorted(set(by_thread) | set(span_threads))
+    for thread_id in ids if progress is None else progress(ids):
+        data = ThreadData(sources, thread_id, policy)
+        line = timeline(sources, thread_id, data)
+        root = [r for r in line.checkpoints if r.namespace == ""] or line.checkpoints
+        latest = root[-1]
+        times = [r.time for r in line.checkpoints if r.time is not None]
+        rows.append(
+            ThreadRow(
+                thread_id=thread_id,
+                checkpoints=len(line.checkpoints),
+                namespaces=len({r.namespace for r in line.checkpoints}),
+                size_bytes=latest.size_bytes,
+                last_activity=max(times) if times else None,
+                resumes=len(resumes(sources, thread_id, data).resumes),
+                divergences=sum(len(r.divergences) for r in line.checkpoints),
+            )
+        )
+    rows.sort(key=lambda r: r.last_activity or datetime.min.replace(tzinfo=UTC), reverse=True)
+    return Threads(source=sources.info(), threads=rows)
+
+
+__all__ = [
+    "ThreadData",
+    "UnknownThreadError",
+    "build_report",
+    "diffs",
+    "divergence_report",
+    "growth",
+    "resumes",
+    "short_ids",
+    "threads",
+    "timeline",
+]
