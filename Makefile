@@ -86,7 +86,7 @@ lint: venv
 
 ## demo: run the demo
 demo: venv
-	$(BIN)/python -m langgraph.checkpoint.otel.demo
+	$(BIN)/python -m langgraph.checkpoint.otel.tools.demo
 
 ## bench: run the benchmarks (with the peer instrumentations of the `bench` extra; PostgreSQL
 ## server binaries for the PostgreSQL cell)

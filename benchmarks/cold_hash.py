@@ -24,7 +24,7 @@ import _harness as h
 import ormsgpack
 from langchain_core.messages import AIMessage
 
-from langgraph.checkpoint.otel import hashing
+from langgraph.checkpoint.otel.analysis import hashing
 
 _JUNK = [bytearray(64) for _ in range(200_000)]
 

@@ -31,7 +31,9 @@ import _harness as h  # noqa: E402
 from langgraph.checkpoint.sqlite import SqliteSaver  # noqa: E402
 
 import agents  # noqa: E402
-from langgraph.checkpoint.otel import hashing, instrument, observer  # noqa: E402
+from langgraph.checkpoint.otel import instrument  # noqa: E402
+from langgraph.checkpoint.otel.analysis import hashing  # noqa: E402
+from langgraph.checkpoint.otel.core import observer  # noqa: E402
 
 
 class ConstantHasher(hashing.StateHasher):

@@ -141,7 +141,7 @@ class HashProbe:
         self.adopt_calls = 0
         self.available = False
         try:
-            from langgraph.checkpoint.otel import hashing
+            from langgraph.checkpoint.otel.analysis import hashing
         except ImportError:
             return
         chain = getattr(hashing, "_chain_items", None)

@@ -57,10 +57,10 @@ from langgraph.checkpoint.otel import (
     stored_history,
     uninstrument,
 )
-from langgraph.checkpoint.otel.divergence import DivergencePolicy, divergences
-from langgraph.checkpoint.otel.otlp_json import SpanRecord, read_spans
-from langgraph.checkpoint.otel.records import history_records
-from langgraph.checkpoint.otel.testing import check_resume
+from langgraph.checkpoint.otel.analysis.divergence import DivergencePolicy, divergences
+from langgraph.checkpoint.otel.analysis.records import history_records
+from langgraph.checkpoint.otel.tools.otlp_json import SpanRecord, read_spans
+from langgraph.checkpoint.otel.tools.testing import check_resume
 from spantree import render
 
 Saver = BaseCheckpointSaver[Any]

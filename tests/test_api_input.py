@@ -22,9 +22,9 @@ from langgraph.checkpoint.otel import (
     instrument,
     is_instrumented,
     options,
-    telemetry,
     uninstrument,
 )
+from langgraph.checkpoint.otel.core import telemetry
 from langgraph.checkpoint.otel.options import DivergencePolicy
 
 LOGGER = "langgraph.checkpoint.otel"

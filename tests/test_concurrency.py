@@ -45,7 +45,11 @@ from opentelemetry.sdk.trace import ReadableSpan
 import graphs
 from helpers import OTel, fresh_database
 from langgraph.checkpoint.otel import astored_history, instrument, names, stored_history
-from langgraph.checkpoint.otel.hashing import combine_state_hash, hash_value, serde_fallback
+from langgraph.checkpoint.otel.analysis.hashing import (
+    combine_state_hash,
+    hash_value,
+    serde_fallback,
+)
 
 Saver = BaseCheckpointSaver[Any]
 

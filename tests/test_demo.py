@@ -26,7 +26,9 @@ from opentelemetry.proto.collector.metrics.v1.metrics_service_pb2 import (
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
 from langgraph.checkpoint.otel import names
-from langgraph.checkpoint.otel.demo import (
+from langgraph.checkpoint.otel.analysis.divergence import divergences
+from langgraph.checkpoint.otel.analysis.records import history_records
+from langgraph.checkpoint.otel.tools.demo import (
     APPROVAL_THREAD,
     CHILD_ROLE,
     CRASH_THREAD,
@@ -36,15 +38,13 @@ from langgraph.checkpoint.otel.demo import (
     THREAD_ORDERS,
     THREADS,
 )
-from langgraph.checkpoint.otel.divergence import divergences
-from langgraph.checkpoint.otel.otlp_json import (
+from langgraph.checkpoint.otel.tools.otlp_json import (
     HistogramPoint,
     NumberPoint,
     SpanRecord,
     read_metrics,
     read_spans,
 )
-from langgraph.checkpoint.otel.records import history_records
 
 WALL_LIMIT_S = 60.0
 
@@ -77,7 +77,7 @@ def demo(tmp_path_factory: pytest.TempPathFactory) -> Demo:
     (out / "spans-old-child.jsonl").write_text("stale\n")  # a file of an earlier run
     started = time.perf_counter()
     proc = subprocess.run(
-        [sys.executable, "-m", "langgraph.checkpoint.otel.demo", "--out", str(out)],
+        [sys.executable, "-m", "langgraph.checkpoint.otel.tools.demo", "--out", str(out)],
         capture_output=True,
         text=True,
         timeout=WALL_LIMIT_S + 30,
@@ -286,7 +286,7 @@ def test_demo_exports_to_otlp_endpoint(tmp_path: Path) -> None:
     endpoint = f"http://127.0.0.1:{server.server_address[1]}"
     try:
         proc = subprocess.run(
-            [sys.executable, "-m", "langgraph.checkpoint.otel.demo", "--out", str(tmp_path)],
+            [sys.executable, "-m", "langgraph.checkpoint.otel.tools.demo", "--out", str(tmp_path)],
             capture_output=True,
             text=True,
             timeout=WALL_LIMIT_S + 30,

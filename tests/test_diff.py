@@ -27,7 +27,7 @@ from pydantic import BaseModel
 
 from helpers import OTel
 from langgraph.checkpoint.otel import InstrumentOptions, instrument, names, stored_history
-from langgraph.checkpoint.otel.diff import (
+from langgraph.checkpoint.otel.analysis.diff import (
     CheckpointDiff,
     ContentPolicy,
     PatchError,
@@ -38,8 +38,8 @@ from langgraph.checkpoint.otel.diff import (
     summarize_change,
     to_json,
 )
-from langgraph.checkpoint.otel.hashing import canonical_encode, hash_value
-from langgraph.checkpoint.otel.records import read_stored_telemetry, repr_bytes
+from langgraph.checkpoint.otel.analysis.hashing import canonical_encode, hash_value
+from langgraph.checkpoint.otel.analysis.records import read_stored_telemetry, repr_bytes
 
 SECRET_TEXT = "SECRET-TEXT-91c2"
 """In message text, tool arguments and values: never in a diff without a content policy."""

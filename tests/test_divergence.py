@@ -14,13 +14,13 @@ from langgraph.graph.message import add_messages
 import graphs
 from helpers import OTel
 from langgraph.checkpoint.otel import instrument, names, stored_history
-from langgraph.checkpoint.otel.divergence import (
+from langgraph.checkpoint.otel.analysis.divergence import (
     DivergencePolicy,
     Finding,
     compare_branches,
     divergences,
 )
-from langgraph.checkpoint.otel.records import (
+from langgraph.checkpoint.otel.analysis.records import (
     CheckpointRecord,
     ToolCall,
     history_records,

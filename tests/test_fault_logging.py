@@ -13,7 +13,8 @@ from opentelemetry.sdk._logs import LoggerProvider, LoggingHandler
 from opentelemetry.sdk._logs.export import InMemoryLogExporter, SimpleLogRecordProcessor
 
 from helpers import OTel
-from langgraph.checkpoint.otel import instrument, telemetry
+from langgraph.checkpoint.otel import instrument
+from langgraph.checkpoint.otel.core import telemetry
 
 CANARY = "patient-Jane-Roe-7f3a"
 

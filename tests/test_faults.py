@@ -44,7 +44,8 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 
 from graphs import Flaky, linear, user_input
 from helpers import RaisingProcessor
-from langgraph.checkpoint.otel import instrument, names, telemetry
+from langgraph.checkpoint.otel import instrument, names
+from langgraph.checkpoint.otel.core import telemetry
 
 LOGGER = "langgraph.checkpoint.otel"
 SHUTDOWN_WAIT_S = 10.0

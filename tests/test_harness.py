@@ -1,4 +1,4 @@
-"""The resume harness (`langgraph.checkpoint.otel.testing`) on real graphs.
+"""The resume harness (`langgraph.checkpoint.otel.tools.testing`) on real graphs.
 
 Green on deterministic graphs (every superstep x both modes), red with a readable message on a
 node that writes random or time-based values, and on a tool-calling agent whose scripted model
@@ -26,8 +26,8 @@ from langgraph.graph import END, START, MessagesState, StateGraph
 from langgraph.prebuilt import ToolNode, tools_condition
 
 from langgraph.checkpoint.otel import instrument
-from langgraph.checkpoint.otel.divergence import DivergencePolicy
-from langgraph.checkpoint.otel.testing import (
+from langgraph.checkpoint.otel.analysis.divergence import DivergencePolicy
+from langgraph.checkpoint.otel.tools.testing import (
     ReferenceRunFailed,
     ResumeChecker,
     ResumeCheckFailed,

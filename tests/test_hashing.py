@@ -21,7 +21,7 @@ from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, Tool
 from langgraph.types import Send
 from pydantic import BaseModel, ConfigDict
 
-from langgraph.checkpoint.otel.hashing import (
+from langgraph.checkpoint.otel.analysis.hashing import (
     LIST_PERSON,
     NESTED_CHAIN_MIN,
     VOLATILE_MESSAGE_FIELDS,
@@ -316,7 +316,7 @@ _CHILD = textwrap.dedent(
     """
     import json, sys
     from langchain_core.messages import AIMessage, HumanMessage
-    from langgraph.checkpoint.otel.hashing import hash_value, StateHasher
+    from langgraph.checkpoint.otel.analysis.hashing import hash_value, StateHasher
 
     reverse = sys.argv[1] == "reverse"
     keys = [f"k{i}" for i in range(40)]
@@ -723,7 +723,7 @@ def test_send_packets_hash_by_node_and_argument_without_a_fallback() -> None:
 def test_identity_prefix_check_is_exact_with_and_without_pointer_reading(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from langgraph.checkpoint.otel import hashing
+    from langgraph.checkpoint.otel.analysis import hashing
 
     a, b, c = HumanMessage("a"), HumanMessage("b"), HumanMessage("b")
     cases = [

@@ -13,8 +13,8 @@ from langgraph.types import Command
 import graphs
 from helpers import OTel
 from langgraph.checkpoint.otel import instrument, names
-from langgraph.checkpoint.otel.lineage import resume_log
-from langgraph.checkpoint.otel.records import UNPRINTABLE, bounded_text, span_facts
+from langgraph.checkpoint.otel.analysis.lineage import resume_log
+from langgraph.checkpoint.otel.analysis.records import UNPRINTABLE, bounded_text, span_facts
 
 BOUND = names.MAX_ID_LENGTH
 THREAD_ATTRIBUTES = (names.THREAD_ID, names.CONVERSATION_ID)
@@ -212,7 +212,7 @@ def test_two_1mb_thread_ids_that_differ_at_the_end_keep_separate_state(otel: OTe
 
 @pytest.mark.parametrize("value", [Unprintable(), "c" * MB])
 def test_copy_and_prune_attributes_are_guarded_and_bounded(value: Any, otel: OTel) -> None:
-    from langgraph.checkpoint.otel.saver import _copy_thread, _delete_thread, _prune
+    from langgraph.checkpoint.otel.core.saver import _copy_thread, _delete_thread, _prune
 
     for _, _, attributes in (
         _copy_thread(value, value),

@@ -18,7 +18,8 @@ from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 
 import agents
 from helpers import OTel
-from langgraph.checkpoint.otel import hashing, instrument, names, stored_history
+from langgraph.checkpoint.otel import instrument, names, stored_history
+from langgraph.checkpoint.otel.analysis import hashing
 
 TURNS = 6
 

@@ -25,8 +25,8 @@ from psycopg.rows import dict_row
 
 import agents
 from langgraph.checkpoint.otel import instrument
-from langgraph.checkpoint.otel.inspector.cli import main
-from langgraph.checkpoint.otel.otlp_json import OtlpJsonSpanExporter
+from langgraph.checkpoint.otel.tools.inspector.cli import main
+from langgraph.checkpoint.otel.tools.otlp_json import OtlpJsonSpanExporter
 
 FORKED = "forked-thread"
 PLAIN = "plain-thread"
@@ -165,7 +165,7 @@ def check_all_commands(capsys: pytest.CaptureFixture[str], w: Written, which: st
 
     code, out, err = run(capsys, "timeline", FORKED, *src)
     assert code == 0 and err == ""
-    assert "DIVERGED" in out and "resume:fork" in out and "fork point" in out
+    assert "DIVERGED" in out and "resume fork" in out and "fork point" in out
     assert all(s in out for s in shorts)
 
 

@@ -22,7 +22,7 @@ from langgraph.graph.state import CompiledStateGraph
 
 from helpers import OTel
 from langgraph.checkpoint.otel import instrument, is_instrumented, uninstrument
-from langgraph.checkpoint.otel.instrumentor import LangGraphCheckpointInstrumentor
+from langgraph.checkpoint.otel.core.instrumentor import LangGraphCheckpointInstrumentor
 
 PUT = "langgraph.checkpoint.put"
 

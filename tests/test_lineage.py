@@ -8,7 +8,7 @@ import pytest
 from langgraph.types import Send
 
 from langgraph.checkpoint.otel import names
-from langgraph.checkpoint.otel.lineage import (
+from langgraph.checkpoint.otel.analysis.lineage import (
     LoadedCheckpoint,
     RunStart,
     TraceContext,
@@ -17,7 +17,7 @@ from langgraph.checkpoint.otel.lineage import (
     resume_log,
     scheduled_nodes,
 )
-from langgraph.checkpoint.otel.records import SpanFact
+from langgraph.checkpoint.otel.analysis.records import SpanFact
 
 TRACE = 0x0AF7651916CD43DD8448EB211C80319C
 SPAN = 0xB7AD6B7169203331

@@ -26,8 +26,9 @@ from opentelemetry.sdk._logs.export import InMemoryLogRecordExporter, SimpleLogR
 from pydantic import BaseModel
 
 from helpers import OTel
-from langgraph.checkpoint.otel import instrument, names, stored_history, telemetry
-from langgraph.checkpoint.otel.diff import ContentPolicy, diff
+from langgraph.checkpoint.otel import instrument, names, stored_history
+from langgraph.checkpoint.otel.analysis.diff import ContentPolicy, diff
+from langgraph.checkpoint.otel.core import telemetry
 from langgraph.checkpoint.otel.options import InstrumentOptions
 
 CANARY = "canary-7Zq"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from langgraph.types import Send
 
-from langgraph.checkpoint.otel.records import (
+from langgraph.checkpoint.otel.analysis.records import (
     NULL_TASK_ID,
     node_of_task,
     nodes_from_versions_seen,
@@ -47,7 +47,7 @@ def test_send_targets_and_outcomes() -> None:
 def test_tool_activity_of_new_messages_matches_answers_to_their_requests() -> None:
     from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 
-    from langgraph.checkpoint.otel.records import message_tool_activity, tool_call_key
+    from langgraph.checkpoint.otel.analysis.records import message_tool_activity, tool_call_key
 
     history = [
         HumanMessage("hi"),

@@ -38,8 +38,8 @@ from langgraph.types import Command, interrupt
 
 from helpers import OTel, in_ci
 from langgraph.checkpoint.otel import instrument
-from langgraph.checkpoint.otel.diff import ChannelChange, CheckpointDiff
-from langgraph.checkpoint.otel.inspector.model import (
+from langgraph.checkpoint.otel.analysis.diff import ChannelChange, CheckpointDiff
+from langgraph.checkpoint.otel.tools.inspector.model import (
     ChannelGrowth,
     CheckpointRow,
     Divergences,
@@ -50,10 +50,10 @@ from langgraph.checkpoint.otel.inspector.model import (
     SourceInfo,
     Timeline,
 )
-from langgraph.checkpoint.otel.inspector.report import render_report, write_report
-from langgraph.checkpoint.otel.inspector.sources import open_sources
-from langgraph.checkpoint.otel.inspector.views import build_report
-from langgraph.checkpoint.otel.otlp_json import OtlpJsonSpanExporter
+from langgraph.checkpoint.otel.tools.inspector.report import render_report, write_report
+from langgraph.checkpoint.otel.tools.inspector.sources import open_sources
+from langgraph.checkpoint.otel.tools.inspector.views import build_report
+from langgraph.checkpoint.otel.tools.otlp_json import OtlpJsonSpanExporter
 
 REPO = Path(__file__).resolve().parents[1]
 DOCS_IMAGE = REPO / "docs" / "images" / "report.png"
@@ -378,11 +378,11 @@ def test_report_of_a_real_forked_thread_renders_in_chromium(
 
 def test_the_demo_report_renders_and_is_the_readme_picture(browser: str, tmp_path: Path) -> None:
     """`make demo`'s own report (its fork thread), as the README shows it."""
-    from langgraph.checkpoint.otel import demo
+    from langgraph.checkpoint.otel.tools import demo
 
     out = tmp_path / ".demo"  # run as `make demo` runs it: the page names `.demo/...`
     done = subprocess.run(
-        [sys.executable, "-m", "langgraph.checkpoint.otel.demo", "--out", ".demo"],
+        [sys.executable, "-m", "langgraph.checkpoint.otel.tools.demo", "--out", ".demo"],
         cwd=tmp_path,
         capture_output=True,
         text=True,

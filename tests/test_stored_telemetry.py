@@ -11,13 +11,14 @@ from langgraph.types import Command
 
 import graphs
 from helpers import OTel
-from langgraph.checkpoint.otel import diff, instrument, names
-from langgraph.checkpoint.otel.records import (
+from langgraph.checkpoint.otel import instrument, names
+from langgraph.checkpoint.otel.analysis import diff
+from langgraph.checkpoint.otel.analysis.records import (
     history_records,
     read_stored_telemetry,
     without_stored_telemetry,
 )
-from langgraph.checkpoint.otel.saver import InstrumentedSaver, stored_history
+from langgraph.checkpoint.otel.core.saver import InstrumentedSaver, stored_history
 
 CONFIG: Any = {"configurable": {"thread_id": "t1"}}
 

@@ -16,7 +16,7 @@ from langchain_core.messages import (
 )
 from pydantic import BaseModel
 
-from langgraph.checkpoint.otel.summary import MAX_SUMMARY_CHARS, summarize
+from langgraph.checkpoint.otel.analysis.summary import MAX_SUMMARY_CHARS, summarize
 
 SECRET = "SECRET-7f3a"
 

@@ -808,8 +808,8 @@ def _mutate_values(original: Callable[..., Any]) -> Callable[..., Any]:
 def test_comparison_catches_a_leaky_wrapper(
     fault: str, tmp_path: Path, otel: OTel, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from langgraph.checkpoint.otel.observer import CheckpointObserver
-    from langgraph.checkpoint.otel.saver import InstrumentedSaver
+    from langgraph.checkpoint.otel.core.observer import CheckpointObserver
+    from langgraph.checkpoint.otel.core.saver import InstrumentedSaver
 
     if fault == "extra metadata key":
         monkeypatch.setattr(

@@ -28,10 +28,15 @@ from langgraph.checkpoint.otel import (
     instrument,
     is_instrumented,
     names,
-    telemetry,
     uninstrument,
 )
-from langgraph.checkpoint.otel.saver import CORE_METHODS, MIRRORED_METHODS, overrides, wrapper_type
+from langgraph.checkpoint.otel.core import telemetry
+from langgraph.checkpoint.otel.core.saver import (
+    CORE_METHODS,
+    MIRRORED_METHODS,
+    overrides,
+    wrapper_type,
+)
 
 
 def counter_graph(saver: BaseCheckpointSaver[Any]) -> Any:
@@ -220,7 +225,7 @@ class UnreadableLoop(RuntimeError):
 def test_a_fault_noting_the_run_loops_steps_never_reaches_the_graph(
     otel: OTel, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from langgraph.checkpoint.otel import pregel_signals
+    from langgraph.checkpoint.otel.core import pregel_signals
 
     def unreadable(self: Any, applying: bool = True) -> None:
         raise UnreadableLoop("tasks")
@@ -237,7 +242,7 @@ def test_a_fault_noting_the_run_loops_steps_never_reaches_the_graph(
 
 
 def test_with_telemetry_off_the_run_loop_is_left_alone(monkeypatch: pytest.MonkeyPatch) -> None:
-    from langgraph.checkpoint.otel import pregel_signals
+    from langgraph.checkpoint.otel.core import pregel_signals
 
     watched: list[Any] = []
     monkeypatch.setattr(
@@ -327,7 +332,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 from langgraph.graph import START, StateGraph
 from langgraph.checkpoint.otel import instrument
-from langgraph.checkpoint.otel import hashing
+from langgraph.checkpoint.otel.analysis import hashing
 
 calls = []
 original = hashing.StateHasher.digest_state

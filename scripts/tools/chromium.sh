@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # chromium: headless browser for tests/test_report_browser.py, which opens the inspector's HTML
 # report (screenshot, DOM after the scripts ran, console errors). Installs the Debian package
-# when missing and we are root with apt-get; otherwise warns: the browser tests then skip
-# (a failure when CI=true). Idempotent. Prints the binary's version on a line `chromium: ...`.
+# when missing and we are root with apt-get; otherwise warns (fails when CI=true): the browser
+# tests then skip. Idempotent. Prints the binary's version on a line `chromium: ...`.
 set -euo pipefail
 
 if ! command -v chromium >/dev/null 2>&1; then
@@ -16,6 +16,7 @@ if ! command -v chromium >/dev/null 2>&1; then
     echo "         so not installing it. Install with: sudo apt-get install -y chromium" >&2
     echo "         Without it the browser tests of the HTML report are skipped" >&2
     echo "         (a failure when CI=true)." >&2
+    [ "${CI:-}" = true ] && exit 1
     exit 0
   fi
 fi

@@ -1,6 +1,6 @@
 """Instrument every checkpointer LangGraph is given, without touching application code.
 
-    from langgraph.checkpoint.otel.instrumentor import LangGraphCheckpointInstrumentor
+    from langgraph.checkpoint.otel.core.instrumentor import LangGraphCheckpointInstrumentor
     LangGraphCheckpointInstrumentor().instrument(tracer_provider=tp, meter_provider=mp)
     graph = builder.compile(checkpointer=InMemorySaver())  # graph.checkpointer is instrumented
 
@@ -40,8 +40,8 @@ from opentelemetry.metrics import MeterProvider
 from opentelemetry.trace import TracerProvider
 from wrapt import wrap_function_wrapper
 
+from langgraph.checkpoint.otel.core.telemetry import warn_if_export_blocks
 from langgraph.checkpoint.otel.options import InstrumentOptions
-from langgraph.checkpoint.otel.telemetry import warn_if_export_blocks
 
 __all__ = ["LangGraphCheckpointInstrumentor"]
 
@@ -101,7 +101,11 @@ class _SaverReplacer:
 
     def __call__(self, checkpointer: Any) -> Any:
         # Imported here: the package's __init__ may import this module.
-        from langgraph.checkpoint.otel import instrument, is_instrumented, uninstrument
+        from langgraph.checkpoint.otel.core.instrument import (
+            instrument,
+            is_instrumented,
+            uninstrument,
+        )
 
         if not isinstance(checkpointer, BaseCheckpointSaver) or is_instrumented(checkpointer):
             return checkpointer

@@ -38,14 +38,14 @@ from langgraph.checkpoint.base import (
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
 from langgraph.checkpoint.otel import names
-from langgraph.checkpoint.otel.observer import (
+from langgraph.checkpoint.otel.analysis.records import bounded_text, without_stored_telemetry
+from langgraph.checkpoint.otel.core.observer import (
     CheckpointObserver,
     config_attributes,
     latest_config,
 )
-from langgraph.checkpoint.otel.pregel_signals import run_start
-from langgraph.checkpoint.otel.records import bounded_text, without_stored_telemetry
-from langgraph.checkpoint.otel.watch import ReferenceWalk
+from langgraph.checkpoint.otel.core.pregel_signals import run_start
+from langgraph.checkpoint.otel.core.watch import ReferenceWalk
 
 Saver = BaseCheckpointSaver[Any]
 

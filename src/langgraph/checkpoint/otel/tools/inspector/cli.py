@@ -27,10 +27,10 @@ from pydantic import BaseModel
 from rich.console import Console
 from rich.progress import Progress
 
-from langgraph.checkpoint.otel.diff import ContentPolicy
-from langgraph.checkpoint.otel.inspector import model, render, views
-from langgraph.checkpoint.otel.inspector.sources import SourceError, Sources, open_sources
+from langgraph.checkpoint.otel.analysis.diff import ContentPolicy
 from langgraph.checkpoint.otel.options import DivergencePolicy
+from langgraph.checkpoint.otel.tools.inspector import model, render, views
+from langgraph.checkpoint.otel.tools.inspector.sources import SourceError, Sources, open_sources
 
 PROG = "langgraph-otel"
 T = TypeVar("T")
@@ -219,7 +219,7 @@ def report_command(
     repeatable: RepeatableOption = None,
 ) -> None:
     """One self-contained HTML page: timeline with branches, resumes, diffs, sizes."""
-    from langgraph.checkpoint.otel.inspector.report import write_report
+    from langgraph.checkpoint.otel.tools.inspector.report import write_report
 
     with _open(source) as sources:
         report = views.build_report(sources, thread, _policy(repeatable))

@@ -28,19 +28,16 @@ from opentelemetry.trace import TracerProvider
 from opentelemetry.util.types import AttributeValue
 
 from langgraph.checkpoint.otel import names
-from langgraph.checkpoint.otel.bounded import BoundedDict
-from langgraph.checkpoint.otel.divergence import Finding
-from langgraph.checkpoint.otel.hashing import StateDigest, StateHasher
-from langgraph.checkpoint.otel.lineage import (
+from langgraph.checkpoint.otel.analysis.divergence import Finding
+from langgraph.checkpoint.otel.analysis.hashing import StateDigest, StateHasher
+from langgraph.checkpoint.otel.analysis.lineage import (
     LoadedCheckpoint,
     Resume,
     RunStart,
     classify_resume,
     parse_carrier,
 )
-from langgraph.checkpoint.otel.options import InstrumentOptions
-from langgraph.checkpoint.otel.pregel_signals import LoopRun, RunOutcome, update_node
-from langgraph.checkpoint.otel.records import (
+from langgraph.checkpoint.otel.analysis.records import (
     PSEUDO_NODES,
     TASKS_CHANNEL,
     UNKNOWN_NODE,
@@ -55,9 +52,12 @@ from langgraph.checkpoint.otel.records import (
     stored_nodes,
     task_outcome,
 )
-from langgraph.checkpoint.otel.summary import summarize
-from langgraph.checkpoint.otel.telemetry import Operation, RunTrace, Telemetry
-from langgraph.checkpoint.otel.watch import DivergenceWatch, ReferenceWalk
+from langgraph.checkpoint.otel.analysis.summary import summarize
+from langgraph.checkpoint.otel.bounded import BoundedDict
+from langgraph.checkpoint.otel.core.pregel_signals import LoopRun, RunOutcome, update_node
+from langgraph.checkpoint.otel.core.telemetry import Operation, RunTrace, Telemetry
+from langgraph.checkpoint.otel.core.watch import DivergenceWatch, ReferenceWalk
+from langgraph.checkpoint.otel.options import InstrumentOptions
 
 
 @dataclass(slots=True)

@@ -14,15 +14,19 @@ from collections.abc import Callable, Generator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from langgraph.checkpoint.otel.bounded import BoundedDict
-from langgraph.checkpoint.otel.divergence import BranchComparison, DivergencePolicy, Finding
-from langgraph.checkpoint.otel.lineage import Resume
-from langgraph.checkpoint.otel.records import (
+from langgraph.checkpoint.otel.analysis.divergence import (
+    BranchComparison,
+    DivergencePolicy,
+    Finding,
+)
+from langgraph.checkpoint.otel.analysis.lineage import Resume
+from langgraph.checkpoint.otel.analysis.records import (
     CheckpointRecord,
     Scope,
     checkpoint_record,
     message_tool_activity,
 )
+from langgraph.checkpoint.otel.bounded import BoundedDict
 
 ReferenceWalk = Generator[Any, Any, None]
 """Yields configs of checkpoints to load; is sent the loaded tuples (or None)."""

@@ -1,6 +1,6 @@
 """The life of a long-running refund agent, told through its checkpoints and their telemetry.
 
-    python -m langgraph.checkpoint.otel.demo [--out DIR] [--db PATH]
+    python -m langgraph.checkpoint.otel.tools.demo [--out DIR] [--db PATH]
 
 A refund agent (``demo_agent.py``: a scripted model, ``lookup_order``, a non-deterministic
 ``check_stock``, ``issue_refund`` and ``send_email`` with real side effects in a shop database)
@@ -57,7 +57,9 @@ from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor, TracerPro
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter
 
 from langgraph.checkpoint.otel import instrument, names
-from langgraph.checkpoint.otel.demo_agent import (
+from langgraph.checkpoint.otel.analysis.divergence import DivergencePolicy, Finding, divergences
+from langgraph.checkpoint.otel.analysis.records import history_records
+from langgraph.checkpoint.otel.tools.demo_agent import (
     GRAPH_NAME,
     ORDERS,
     READ_ONLY_TOOLS,
@@ -67,8 +69,7 @@ from langgraph.checkpoint.otel.demo_agent import (
     build_graph,
     money,
 )
-from langgraph.checkpoint.otel.divergence import DivergencePolicy, Finding, divergences
-from langgraph.checkpoint.otel.otlp_json import (
+from langgraph.checkpoint.otel.tools.otlp_json import (
     Attributes,
     HistogramPoint,
     MetricPoint,
@@ -80,7 +81,6 @@ from langgraph.checkpoint.otel.otlp_json import (
     read_metrics,
     read_spans,
 )
-from langgraph.checkpoint.otel.records import history_records
 
 SERVICE_NAME = "langgraph-checkpoint-otel-demo"
 ROLE_ATTRIBUTE = "demo.role"
@@ -446,7 +446,7 @@ def act_crash(graph: Graph, out: Path, db: Path, narrator: Narrator, style: Styl
     command = [
         sys.executable,
         "-m",
-        "langgraph.checkpoint.otel.demo",
+        "langgraph.checkpoint.otel.tools.demo",
         "--child-crash",
         "--out",
         str(out),
@@ -733,7 +733,7 @@ def show_inspector(
     the HTML report of `report_thread` (default: the last thread). Returns the report's path,
     or None when the inspector is not installed."""
     try:
-        from langgraph.checkpoint.otel.inspector.cli import main as inspector
+        from langgraph.checkpoint.otel.tools.inspector.cli import main as inspector
     except ImportError:  # typer, rich or jinja2 missing
         say("inspector not available: pip install 'langgraph-checkpoint-otel[inspector]'", 2)
         return None
@@ -828,7 +828,7 @@ def run_story(db: Path, out: Path, telemetry: Telemetry, shop: Shop, style: Styl
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m langgraph.checkpoint.otel.demo",
+        prog="python -m langgraph.checkpoint.otel.tools.demo",
         description="Run an instrumented refund agent on SQLite through a crash, an approval "
         "and a time-travel fork, and show what its telemetry recorded.",
     )

@@ -13,7 +13,7 @@ from typing import Any, TypeGuard
 from langgraph.checkpoint.serde.types import ERROR, INTERRUPT, RESUME
 
 from langgraph.checkpoint.otel import names
-from langgraph.checkpoint.otel.hashing import combine_state_hash, hash_value
+from langgraph.checkpoint.otel.analysis.hashing import combine_state_hash, hash_value
 
 PULL_PREFIX = "~__pregel_pull, "
 PUSH_PREFIX = "~__pregel_push, "

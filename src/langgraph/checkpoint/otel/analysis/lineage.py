@@ -12,7 +12,7 @@ from typing import Any, Literal
 from langgraph.checkpoint.serde.types import ERROR, INTERRUPT
 
 from langgraph.checkpoint.otel import names
-from langgraph.checkpoint.otel.records import (
+from langgraph.checkpoint.otel.analysis.records import (
     BRANCH_PREFIX,
     INPUT_NODE,
     JOIN_PREFIX,

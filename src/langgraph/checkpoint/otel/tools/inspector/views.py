@@ -16,9 +16,24 @@ from typing import Any
 from langgraph.checkpoint.base import CheckpointTuple
 
 from langgraph.checkpoint.otel import names
-from langgraph.checkpoint.otel.diff import CheckpointDiff, ContentPolicy, checkpoint_digests, diff
-from langgraph.checkpoint.otel.divergence import DEFAULT_POLICY, Finding, divergences
-from langgraph.checkpoint.otel.inspector.model import (
+from langgraph.checkpoint.otel.analysis.diff import (
+    CheckpointDiff,
+    ContentPolicy,
+    checkpoint_digests,
+    diff,
+)
+from langgraph.checkpoint.otel.analysis.divergence import DEFAULT_POLICY, Finding, divergences
+from langgraph.checkpoint.otel.analysis.lineage import resume_log
+from langgraph.checkpoint.otel.analysis.records import (
+    bounded_text,
+    history_records,
+    is_state_channel,
+    read_stored_telemetry,
+    span_facts,
+    span_records,
+)
+from langgraph.checkpoint.otel.options import DivergencePolicy
+from langgraph.checkpoint.otel.tools.inspector.model import (
     ChannelGrowth,
     CheckpointRow,
     Diff,
@@ -32,18 +47,8 @@ from langgraph.checkpoint.otel.inspector.model import (
     Threads,
     Timeline,
 )
-from langgraph.checkpoint.otel.inspector.sources import SourceError, Sources
-from langgraph.checkpoint.otel.lineage import resume_log
-from langgraph.checkpoint.otel.options import DivergencePolicy
-from langgraph.checkpoint.otel.otlp_json import SpanRecord
-from langgraph.checkpoint.otel.records import (
-    bounded_text,
-    history_records,
-    is_state_channel,
-    read_stored_telemetry,
-    span_facts,
-    span_records,
-)
+from langgraph.checkpoint.otel.tools.inspector.sources import SourceError, Sources
+from langgraph.checkpoint.otel.tools.otlp_json import SpanRecord
 
 MIN_SHORT_ID = 6
 

@@ -23,15 +23,19 @@ from typing import Any, Final, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from langgraph.checkpoint.otel.hashing import (
+from langgraph.checkpoint.otel.analysis.hashing import (
     UnhashableValueError,
     combine_state_hash,
     digest_value,
     hash_value,
 )
+from langgraph.checkpoint.otel.analysis.records import (
+    is_state_channel,
+    read_stored_telemetry,
+    repr_bytes,
+)
+from langgraph.checkpoint.otel.analysis.summary import MAX_ITEMS, is_message, plural, summarize
 from langgraph.checkpoint.otel.options import InstrumentOptions
-from langgraph.checkpoint.otel.records import is_state_channel, read_stored_telemetry, repr_bytes
-from langgraph.checkpoint.otel.summary import MAX_ITEMS, is_message, plural, summarize
 
 __all__ = [
     "ChannelChange",

@@ -33,7 +33,7 @@ from opentelemetry.trace import (
 from opentelemetry.util.types import AttributeValue
 
 from langgraph.checkpoint.otel import names
-from langgraph.checkpoint.otel.lineage import TraceContext
+from langgraph.checkpoint.otel.analysis.lineage import TraceContext
 
 logger = logging.getLogger("langgraph.checkpoint.otel")
 

@@ -11,8 +11,8 @@ from datetime import datetime
 
 from pydantic import BaseModel, Field
 
-from langgraph.checkpoint.otel.diff import CheckpointDiff
-from langgraph.checkpoint.otel.divergence import Finding
+from langgraph.checkpoint.otel.analysis.diff import CheckpointDiff
+from langgraph.checkpoint.otel.analysis.divergence import Finding
 
 SCHEMA_VERSION = 1
 

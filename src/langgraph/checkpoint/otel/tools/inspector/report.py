@@ -15,8 +15,8 @@ from typing import Final
 
 import jinja2
 
-from langgraph.checkpoint.otel.diff import CheckpointDiff
-from langgraph.checkpoint.otel.inspector.model import CheckpointRow, Report
+from langgraph.checkpoint.otel.analysis.diff import CheckpointDiff
+from langgraph.checkpoint.otel.tools.inspector.model import CheckpointRow, Report
 
 __all__ = ["render_report", "write_report"]
 
@@ -314,7 +314,7 @@ def _initial_selection(report: Report) -> str | None:
 @cache
 def _environment() -> jinja2.Environment:
     return jinja2.Environment(
-        loader=jinja2.PackageLoader("langgraph.checkpoint.otel.inspector", "templates"),
+        loader=jinja2.PackageLoader("langgraph.checkpoint.otel.tools.inspector", "templates"),
         autoescape=True,
         undefined=jinja2.StrictUndefined,
         trim_blocks=True,

@@ -8,7 +8,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from langgraph.checkpoint.otel.inspector.model import (
+from langgraph.checkpoint.otel.tools.inspector.model import (
     Diff,
     Divergences,
     Growth,
@@ -17,7 +17,7 @@ from langgraph.checkpoint.otel.inspector.model import (
     Threads,
     Timeline,
 )
-from langgraph.checkpoint.otel.inspector.views import short_ids
+from langgraph.checkpoint.otel.tools.inspector.views import short_ids
 
 
 def human_bytes(n: int | None) -> str:
@@ -95,8 +95,8 @@ def timeline(console: Console, view: Timeline) -> None:
             justify="right" if column in ("step", "size", "growth") else "left",
             no_wrap=column in ("", "checkpoint", "time", "size", "growth"),
         )
-    table.add_column("hash")
-    table.add_column("marks")
+    table.add_column("hash", no_wrap=True)
+    table.add_column("marks", overflow="fold")
     has_ns = any(r.namespace for r in view.checkpoints)
     if has_ns:
         table.add_column("namespace")
@@ -104,11 +104,11 @@ def timeline(console: Console, view: Timeline) -> None:
         lane = Text("│ " * row.branch + ("◆" if row.fork_point else "●"), style="cyan")
         marks = Text()
         if row.resume_kind:
-            marks.append(f"resume:{row.resume_kind} ", style="bold magenta")
+            marks.append(f"resume {row.resume_kind} ", style="bold magenta")
         if row.fork_point:
             marks.append("fork point ", style="cyan")
         for kind in row.divergences:
-            marks.append(f"DIVERGED:{kind} ", style="bold red")
+            marks.append(f"DIVERGED {kind} ", style="bold red")
         cells: list[str | Text] = [
             lane,
             row.short_id,

@@ -21,8 +21,8 @@ from dataclasses import dataclass, field
 
 from pydantic import BaseModel, ConfigDict
 
+from langgraph.checkpoint.otel.analysis.records import CheckpointRecord, is_state_channel
 from langgraph.checkpoint.otel.options import DETECTORS, DivergenceKind, DivergencePolicy
-from langgraph.checkpoint.otel.records import CheckpointRecord, is_state_channel
 
 __all__ = [
     "DEFAULT_POLICY",

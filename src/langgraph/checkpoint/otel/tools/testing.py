@@ -1,6 +1,6 @@
 """Resume harness: interrupt a graph at every superstep, resume it, compare with a clean run.
 
-    from langgraph.checkpoint.otel.testing import check_resume
+    from langgraph.checkpoint.otel.tools.testing import check_resume
 
     def test_agent_resumes_cleanly():
         check_resume(build_agent, {"messages": [("user", "hi")]}).raise_for_failures()
@@ -57,18 +57,22 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph.state import CompiledStateGraph, StateGraph
 from pydantic import BaseModel, ConfigDict, computed_field
 
-from langgraph.checkpoint.otel.divergence import (
+from langgraph.checkpoint.otel.analysis.divergence import (
     DEFAULT_POLICY,
     DivergencePolicy,
     Finding,
     compare_branches,
 )
-from langgraph.checkpoint.otel.hashing import combine_state_hash, hash_value, serde_fallback
-from langgraph.checkpoint.otel.records import (
+from langgraph.checkpoint.otel.analysis.hashing import (
+    combine_state_hash,
+    hash_value,
+    serde_fallback,
+)
+from langgraph.checkpoint.otel.analysis.records import (
     CheckpointRecord,
     history_records,
 )
-from langgraph.checkpoint.otel.saver import astored_history, stored_history
+from langgraph.checkpoint.otel.core.saver import astored_history, stored_history
 
 __all__ = [
     "DuplicateToolCall",
@@ -937,7 +941,7 @@ def pytest_configure(config: Any) -> None:
     """pytest hook: register the ``resume_checker`` fixture (idempotent).
 
     pytest loads this module through the ``pytest11`` entry point; a conftest can also
-    re-export this function (``from langgraph.checkpoint.otel.testing import
+    re-export this function (``from langgraph.checkpoint.otel.tools.testing import
     pytest_configure``). pytest is imported only here, so the module needs it only under pytest.
     """
     import pytest

@@ -17,7 +17,7 @@ from typing import Any, Literal
 
 from langgraph.checkpoint.serde.types import INTERRUPT
 
-from langgraph.checkpoint.otel.lineage import RunStart
+from langgraph.checkpoint.otel.analysis.lineage import RunStart
 
 try:
     from langgraph.pregel._loop import PregelLoop

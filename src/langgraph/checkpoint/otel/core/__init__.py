@@ -1,0 +1,4 @@
+"""The wrapper: delegation, what each call reports, spans and metrics, auto-instrumentation.
+
+Imports `analysis` and the package's base modules, never `tools`.
+"""

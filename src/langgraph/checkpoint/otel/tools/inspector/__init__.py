@@ -1,0 +1,3 @@
+"""The checkpoint inspector, `langgraph-otel` (docs/inspector.md): reads a saver and/or span
+files (`sources`), computes what each command shows (`views`, as the `model` classes) and prints
+it (`render`) or writes the HTML report (`report`); `cli` is the command line."""

@@ -1,0 +1,76 @@
+"""The package's layers, bottom to top: the base modules (`names`, `options`, `bounded`),
+`analysis` (pure logic), `core` (the wrapper), the public API of the package root
+(`instrument`, ...), `tools` (inspector, demo, harness, OTLP files) built on it, and
+`__main__` (the inspector's launcher). No module imports a layer above its own."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import langgraph.checkpoint.otel
+
+PACKAGE = "langgraph.checkpoint.otel"
+ROOT = Path(langgraph.checkpoint.otel.__file__).parent
+RANK = {"base": 0, "analysis": 1, "core": 2, "facade": 3, "tools": 4, "main": 5}
+
+
+def layer_of_module(relative: Path) -> str:
+    if len(relative.parts) > 1:
+        return relative.parts[0]
+    return {"__init__": "facade", "__main__": "main"}.get(relative.stem, "base")
+
+
+def layer_of_import(name: str) -> str | None:
+    if name == PACKAGE:
+        return "facade"
+    if not name.startswith(PACKAGE + "."):
+        return None
+    first = name[len(PACKAGE) + 1 :].split(".")[0]
+    return first if first in RANK else "base"
+
+
+def internal_imports(path: Path) -> list[str]:
+    found = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            found += [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module == PACKAGE:
+            # `from langgraph.checkpoint.otel import names, instrument`: modules or the facade
+            found += [
+                f"{PACKAGE}.{a.name}" if (ROOT / f"{a.name}.py").exists() else PACKAGE
+                for a in node.names
+            ]
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            found.append(node.module)
+    return [n for n in found if n == PACKAGE or n.startswith(PACKAGE + ".")]
+
+
+def test_no_import_runs_upward() -> None:
+    upward = []
+    for path in sorted(ROOT.rglob("*.py")):
+        relative = path.relative_to(ROOT)
+        own = layer_of_module(relative)
+        for name in internal_imports(path):
+            target = layer_of_import(name)
+            assert target is not None
+            if RANK[target] > RANK[own]:
+                upward.append(f"{relative} ({own}) imports {name} ({target})")
+    assert upward == []
+
+
+def test_every_module_is_in_a_layer() -> None:
+    top = {p.name for p in ROOT.iterdir() if not p.name.startswith((".", "__pycache__"))}
+    assert top == {
+        "__init__.py",
+        "__main__.py",
+        "names.py",
+        "options.py",
+        "bounded.py",
+        "py.typed",
+        "analysis",
+        "core",
+        "tools",
+    }
+    for layer in ("analysis", "core", "tools"):
+        assert (ROOT / layer / "__init__.py").read_text().startswith('"""')
