@@ -26,7 +26,7 @@ from psycopg.rows import dict_row
 import agents
 from langgraph.checkpoint.otel import instrument
 from langgraph.checkpoint.otel.tools.inspector.cli import main
-from langgraph.checkpoint.otel.tools.otlp_json import OtlpJsonSpanExporter
+from langgraph.checkpoint.otel.tools.otlp_json import OtlpJsonSpanExporter, read_spans
 
 FORKED = "forked-thread"
 PLAIN = "plain-thread"
@@ -146,6 +146,17 @@ def check_all_commands(capsys: pytest.CaptureFixture[str], w: Written, which: st
     [resume] = resumes["resumes"]
     assert resume["kind"] == "fork" and resume["from_checkpoint_id"] == w.fork_from
     assert resume["first_node"] in ("agent", "tools")
+    # the link to the writer: the trace and span of the put span that wrote the fork point
+    [writer] = [
+        s
+        for s in read_spans(w.spans)
+        if s.name == "langgraph.checkpoint.put"
+        and s.attributes["langgraph.checkpoint.id"] == w.fork_from
+    ]
+    assert (resume["writer_trace_id"], resume["writer_span_id"]) == (
+        writer.trace_id,
+        writer.span_id,
+    )
 
     code, diverged = run_json(capsys, "diverge", FORKED, *src)
     assert code == 1 and diverged["diverged"] is True
@@ -284,3 +295,30 @@ def test_console_script_and_module_run(sqlite_written: Written) -> None:
         )
         assert result.returncode == 0, result.stderr
         assert FORKED in result.stdout and PLAIN in result.stdout
+
+
+def test_any_saver_through_a_factory(
+    capsys: pytest.CaptureFixture[str],
+    sqlite_written: Written,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """`module:factory` returning a context manager that yields an instrumented saver: the
+    inspector reads its inner saver (and so sees the stored telemetry)."""
+    db = sqlite_written.saver_url.removeprefix("sqlite:///")
+    (tmp_path / "my_savers.py").write_text(
+        "from langgraph.checkpoint.sqlite import SqliteSaver\n"
+        "from langgraph.checkpoint.otel import instrument\n"
+        "import contextlib\n"
+        "@contextlib.contextmanager\n"
+        "def production():\n"
+        f"    with SqliteSaver.from_conn_string({db!r}) as saver:\n"
+        "        yield instrument(saver)\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    code, line = run_json(capsys, "timeline", FORKED, "-s", "my_savers:production")
+    assert code == 0
+    assert [r["checkpoint_id"] for r in line["checkpoints"]] == sqlite_written.checkpoint_ids[
+        FORKED
+    ]
+    assert sum(r["resume_kind"] == "fork" for r in line["checkpoints"]) == 1  # stored marks seen

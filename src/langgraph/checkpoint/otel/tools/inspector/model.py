@@ -95,6 +95,10 @@ class ResumeRow(BaseModel):
     first_checkpoint_id: str | None
     """The first checkpoint the resumed run wrote (saver sources)."""
     first_node: str | None
+    writer_trace_id: str | None = None
+    """Trace of the put span that wrote the checkpoint resumed from (the resume's span link),
+    32 hex digits: where to look in the trace viewer, also when it ran in another process."""
+    writer_span_id: str | None = None
 
 
 class Resumes(BaseModel):

@@ -137,9 +137,10 @@ def resumes(console: Console, view: Resumes) -> None:
         "from checkpoint",
         "first checkpoint",
         "first node",
+        "writer trace",
         "namespace",
     ):
-        table.add_column(column)
+        table.add_column(column, no_wrap=column == "writer trace")
     ids = [r.from_checkpoint_id for r in view.resumes] + [
         r.first_checkpoint_id for r in view.resumes if r.first_checkpoint_id
     ]
@@ -151,6 +152,7 @@ def resumes(console: Console, view: Resumes) -> None:
             shorts.get(row.from_checkpoint_id, row.from_checkpoint_id),
             shorts.get(row.first_checkpoint_id or "", "-"),
             row.first_node or "-",
+            row.writer_trace_id or "-",
             row.namespace,
         )
     console.print(table if view.resumes else Text(f"no resumes of {view.thread_id}"))

@@ -61,8 +61,8 @@ class Sources:
             )
         if not self.span_files:
             missing.append(
-                "no span file: a saver carries no timings, no trace links and no "
-                "divergences flagged online"
+                "no span file: a saver carries no timings and no divergences flagged online "
+                "(of the traces, only each checkpoint's writer)"
             )
         return SourceInfo(
             saver=self.saver_url,

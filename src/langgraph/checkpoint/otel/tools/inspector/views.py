@@ -23,7 +23,7 @@ from langgraph.checkpoint.otel.analysis.diff import (
     diff,
 )
 from langgraph.checkpoint.otel.analysis.divergence import DEFAULT_POLICY, Finding, divergences
-from langgraph.checkpoint.otel.analysis.lineage import resume_log
+from langgraph.checkpoint.otel.analysis.lineage import parse_carrier, resume_log
 from langgraph.checkpoint.otel.analysis.records import (
     bounded_text,
     history_records,
@@ -322,6 +322,7 @@ def resumes(sources: Sources, thread_id: str, data: ThreadData | None = None) ->
     data = data or ThreadData(sources, thread_id)
     marks = _resume_marks(data)
     first_by_origin = {origin: cid for cid, (_, origin) in marks.items() if origin}
+    writers = _writers(data)
     rows: list[ResumeRow] = []
     seen: set[str] = set()
     for event in resume_log(span_facts(data.spans), thread_id):
@@ -334,6 +335,7 @@ def resumes(sources: Sources, thread_id: str, data: ThreadData | None = None) ->
                 from_checkpoint_id=event.from_checkpoint_id,
                 first_checkpoint_id=first_by_origin.get(event.from_checkpoint_id),
                 first_node=event.first_node,
+                **writers.get(event.from_checkpoint_id, {}),
             )
         )
     tuples = {str(t.checkpoint["id"]): t for t in data.tuples}
@@ -349,10 +351,32 @@ def resumes(sources: Sources, thread_id: str, data: ThreadData | None = None) ->
                 from_checkpoint_id=origin,
                 first_checkpoint_id=cid,
                 first_node=_first_node_from(data, cid),
+                **writers.get(origin, {}),
             )
         )
     rows.sort(key=lambda r: r.time or datetime.min.replace(tzinfo=UTC))
     return Resumes(source=sources.info(), thread_id=thread_id, resumes=rows)
+
+
+def _writers(data: ThreadData) -> dict[str, dict[str, str]]:
+    """Per checkpoint, the trace and span of the put span that wrote it: from the carrier
+    stored with it (saver), else from the resume spans' writer attributes."""
+    found: dict[str, dict[str, str]] = {}
+    for span in data.spans:
+        a = span.attributes
+        trace, span_id = a.get(names.RESUME_WRITER_TRACE_ID), a.get(names.RESUME_WRITER_SPAN_ID)
+        origin = a.get(names.RESUME_FROM_CHECKPOINT_ID)
+        if span.name == names.SPAN_RESUME and origin and trace and span_id:
+            found[str(origin)] = {"writer_trace_id": str(trace), "writer_span_id": str(span_id)}
+    for tup in data.tuples:
+        stored = read_stored_telemetry(tup.metadata)
+        context = parse_carrier(stored.carrier) if stored is not None else None
+        if context is not None:
+            found[str(tup.checkpoint["id"])] = {
+                "writer_trace_id": f"{context.trace_id:032x}",
+                "writer_span_id": f"{context.span_id:016x}",
+            }
+    return found
 
 
 def _first_node_from(data: ThreadData, checkpoint_id: str) -> str | None:
