@@ -322,3 +322,31 @@ def test_any_saver_through_a_factory(
         FORKED
     ]
     assert sum(r["resume_kind"] == "fork" for r in line["checkpoints"]) == 1  # stored marks seen
+
+
+def test_a_subgraph_shows_its_namespace(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, otel: Any
+) -> None:
+    import graphs
+
+    conn = sqlite3.connect(tmp_path / "sub.sqlite", check_same_thread=False)
+    saver = SqliteSaver(conn)
+    graph = graphs.with_subgraph(ask_inside=True).compile(
+        checkpointer=instrument(saver, tracer_provider=otel.tracer_provider)
+    )
+    config = {"configurable": {"thread_id": "with-sub"}}
+    graph.invoke(graphs.user_input(), config)
+    stored = list(saver.list(config))
+    spaces = {c.config["configurable"]["checkpoint_ns"] for c in stored}
+    assert "" in spaces and len(spaces) == 2  # the subgraph's own checkpoints, in its namespace
+    src = ["-s", f"sqlite:///{tmp_path / 'sub.sqlite'}"]
+    code, line = run_json(capsys, "timeline", "with-sub", *src)
+    assert code == 0 and len(line["checkpoints"]) == len(stored)
+    assert {r["namespace"] for r in line["checkpoints"]} == spaces
+    inner = [r for r in line["checkpoints"] if r["namespace"]]
+    assert {n for r in inner for n in r["nodes"]} >= {"inner1"}
+    code, threads = run_json(capsys, "threads", *src)
+    assert threads["threads"][0]["namespaces"] == 2
+    code, out, _ = run(capsys, "timeline", "with-sub", *src)
+    assert "namespace" in out and next(iter(spaces - {""})) in out
+    conn.close()
