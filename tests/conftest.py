@@ -1,7 +1,7 @@
-"""Session fixtures: a real PostgreSQL server, real OpenTelemetry SDK providers.
+"""Session fixtures: real PostgreSQL and Redis servers, real OpenTelemetry SDK providers.
 
-Under ``CI=true`` a skipped test is a failure: a missing PostgreSQL fails the fixture loudly,
-and any skip at all makes the session exit non-zero.
+Under ``CI=true`` a skipped test is a failure: a missing PostgreSQL or Redis fails the fixture
+loudly, and any skip at all makes the session exit non-zero.
 """
 
 from __future__ import annotations
@@ -14,6 +14,8 @@ from helpers import (
     OTel,
     PostgresServer,
     PostgresUnavailable,
+    RedisServer,
+    RedisUnavailable,
     fresh_database,
     in_ci,
 )
@@ -71,6 +73,39 @@ def postgres_db(postgres_url: str) -> Iterator[str]:
     """URL of a fresh, empty database (``test_<uuid>``) for this test only; dropped afterwards."""
     with fresh_database(postgres_url) as url:
         yield url
+
+
+# --------------------------------------------------------------------------------------------
+# Redis (with the RediSearch and RedisJSON modules langgraph-checkpoint-redis needs)
+# --------------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="session")
+def redis_server() -> Iterator[RedisServer]:
+    """A real redis-server for the whole session (temp dir, free port, nothing persisted)."""
+    try:
+        server = RedisServer()
+    except RedisUnavailable as exc:
+        missing = str(exc)
+    else:
+        missing = ""
+    if missing:
+        if in_ci():
+            pytest.fail(f"CI=true, so this is a failure, not a skip: {missing}", pytrace=False)
+        pytest.skip(missing)
+    try:
+        server.start()
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def redis_url(redis_server: RedisServer) -> str:
+    """``redis://127.0.0.1:PORT`` of a server emptied (FLUSHALL: keys and search indexes) for
+    this test; a saver's ``setup()`` creates its indexes again."""
+    redis_server.flushall()
+    return redis_server.url
 
 
 # --------------------------------------------------------------------------------------------

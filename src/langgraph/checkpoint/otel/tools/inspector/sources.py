@@ -189,11 +189,25 @@ def _redis(url: str, stack: contextlib.ExitStack) -> BaseCheckpointSaver[Any]:
         saver_class: Any = importlib.import_module("langgraph.checkpoint.redis").RedisSaver
     except ImportError:
         raise SourceError("redis:// needs langgraph-checkpoint-redis installed") from None
+    # Read only: never `setup()`, which creates the search indexes (and a key registry, which
+    # reading does not need). The indexes' handles exist once the saver is made; only whether
+    # the server has them is asked (FT._LIST), to tell an empty server from a broken one.
     try:
-        saver = stack.enter_context(saver_class.from_conn_string(url))
+        saver: Any = stack.enter_context(saver_class.from_conn_string(url))
+        detect_cluster_mode = getattr(saver, "_detect_cluster_mode", None)
+        if callable(detect_cluster_mode):  # what setup() would detect, from the client's class
+            detect_cluster_mode()
+        has_checkpoints = bool(saver.checkpoints_index.exists())
     except Exception as exc:
         raise SourceError(f"{_public_url(url)}: cannot connect ({_why(exc)})") from None
-    return saver  # type: ignore[no-any-return]
+    if not has_checkpoints:
+        raise SourceError(
+            f"{_public_url(url)}: no LangGraph checkpoints on this server "
+            f"(no {saver.checkpoints_index.name!r} search index: never set up by RedisSaver)"
+        )
+    if not isinstance(saver, BaseCheckpointSaver):  # pragma: no cover - a foreign package
+        raise SourceError(f"{_public_url(url)}: RedisSaver is not a checkpoint saver")
+    return saver
 
 
 def _factory(argument: str, stack: contextlib.ExitStack) -> BaseCheckpointSaver[Any]:
