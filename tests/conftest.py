@@ -6,7 +6,8 @@ loudly, and any skip at all makes the session exit non-zero.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from typing import Protocol, TypeVar
 
 import pytest
 
@@ -19,6 +20,14 @@ from helpers import (
     fresh_database,
     in_ci,
 )
+
+
+class _Server(Protocol):
+    def start(self) -> None: ...
+    def stop(self) -> None: ...
+
+
+S = TypeVar("S", bound=_Server)
 
 # --------------------------------------------------------------------------------------------
 # OpenTelemetry
@@ -42,12 +51,12 @@ def otel() -> Iterator[OTel]:
 # --------------------------------------------------------------------------------------------
 
 
-@pytest.fixture(scope="session")
-def postgres_server() -> Iterator[PostgresServer]:
-    """A real PostgreSQL server for the whole session (initdb + pg_ctl in a temp dir)."""
+def _session_server(make: Callable[[], S], unavailable: type[Exception]) -> Iterator[S]:
+    """A server made by `make`, started for the session and stopped after it; when it cannot
+    be had, a skip, or under CI a failure."""
     try:
-        server = PostgresServer()
-    except PostgresUnavailable as exc:
+        server = make()
+    except unavailable as exc:
         missing = str(exc)
     else:
         missing = ""
@@ -60,6 +69,12 @@ def postgres_server() -> Iterator[PostgresServer]:
         yield server
     finally:
         server.stop()
+
+
+@pytest.fixture(scope="session")
+def postgres_server() -> Iterator[PostgresServer]:
+    """A real PostgreSQL server for the whole session (initdb + pg_ctl in a temp dir)."""
+    yield from _session_server(PostgresServer, PostgresUnavailable)
 
 
 @pytest.fixture(scope="session")
@@ -83,21 +98,7 @@ def postgres_db(postgres_url: str) -> Iterator[str]:
 @pytest.fixture(scope="session")
 def redis_server() -> Iterator[RedisServer]:
     """A real redis-server for the whole session (temp dir, free port, nothing persisted)."""
-    try:
-        server = RedisServer()
-    except RedisUnavailable as exc:
-        missing = str(exc)
-    else:
-        missing = ""
-    if missing:
-        if in_ci():
-            pytest.fail(f"CI=true, so this is a failure, not a skip: {missing}", pytrace=False)
-        pytest.skip(missing)
-    try:
-        server.start()
-        yield server
-    finally:
-        server.stop()
+    yield from _session_server(RedisServer, RedisUnavailable)
 
 
 @pytest.fixture

@@ -425,15 +425,8 @@ class RedisServer:
             raise RuntimeError(f"redis-server runs without its modules (loaded: {loaded})")
 
     def _kill(self) -> None:
-        if self.proc is None:
-            return
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(timeout=10)
+        if self.proc is not None:
+            terminate(self.proc)
         self.proc = None
 
     def stop(self) -> None:
@@ -470,3 +463,15 @@ def running_redis() -> Iterator[RedisServer]:
         yield server
     finally:
         server.stop()
+
+
+def terminate(proc: subprocess.Popen[Any]) -> None:
+    """Stop a server process: SIGTERM, then SIGKILL if it has not exited within 10 s."""
+    if proc.poll() is not None:
+        return
+    proc.terminate()
+    try:
+        proc.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait(timeout=10)

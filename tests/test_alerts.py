@@ -35,7 +35,7 @@ from opentelemetry.sdk.trace import TracerProvider
 from prometheus_client import REGISTRY, CollectorRegistry, start_http_server
 
 import graphs
-from helpers import in_ci
+from helpers import in_ci, terminate
 from langgraph.checkpoint.otel import instrument
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -227,14 +227,8 @@ class Prometheus:
             return "(no log)"
 
     def stop(self) -> None:
-        if self.proc is None or self.proc.poll() is not None:
-            return
-        self.proc.terminate()
-        try:
-            self.proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait(timeout=10)
+        if self.proc is not None:
+            terminate(self.proc)
 
 
 @pytest.fixture
