@@ -322,3 +322,33 @@ def test_demo_exports_to_otlp_endpoint(tmp_path: Path) -> None:
     assert {names.SPAN_PUT, names.SPAN_PUT_WRITES, names.SPAN_RESUME} <= span_names
     assert roles == {"main", CHILD_ROLE}
     assert {names.METRIC_RESUMES, names.METRIC_DIVERGENCES} <= metric_names
+
+
+def test_every_inspector_command_works_on_the_demo_output(
+    demo: Demo, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The inspector on what `make demo` leaves: its database and its span files."""
+    import json
+
+    from langgraph.checkpoint.otel.tools.demo import FORK_THREAD, THREADS
+    from langgraph.checkpoint.otel.tools.inspector.cli import main
+
+    sources = ["-s", f"sqlite:///{demo.out / 'demo.sqlite'}", "-s", str(demo.out)]
+
+    def run(*args: str) -> tuple[int, object]:
+        code = main([*args, *sources, "--json"])
+        return code, json.loads(capsys.readouterr().out)
+
+    code, threads = run("threads")
+    assert code == 0
+    assert {t["thread_id"] for t in threads["threads"]} >= set(THREADS)
+    for thread in THREADS:
+        for command in ("timeline", "diff", "resumes", "growth"):
+            code, view = run(command, thread)
+            assert code == 0 and view, (command, thread)
+        code, resumes = run("resumes", thread)
+        assert len(resumes["resumes"]) == 1
+        code, _ = run("diverge", thread)
+        assert code == (1 if thread == FORK_THREAD else 0), thread
+    code, _ = run("report", FORK_THREAD, "--html", str(demo.out / "again.html"))
+    assert code == 0 and (demo.out / "again.html").stat().st_size > 10_000
