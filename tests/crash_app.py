@@ -83,7 +83,8 @@ def span_file_provider(service: str, instance_id: str, spans_file: str) -> Trace
 
 @contextlib.contextmanager
 def open_saver(backend: str) -> Iterator[BaseCheckpointSaver[Any]]:
-    """A bare saver for ``sqlite:<path>`` or ``postgres:<url>``, set up and ready."""
+    """A bare saver for ``sqlite:<path>``, ``postgres:<url>`` or ``redis:<url>``, set up and
+    ready."""
     kind, _, target = backend.partition(":")
     if kind == "sqlite":
         from langgraph.checkpoint.sqlite import SqliteSaver
@@ -101,8 +102,16 @@ def open_saver(backend: str) -> Iterator[BaseCheckpointSaver[Any]]:
         with PostgresSaver.from_conn_string(target) as postgres_saver:
             postgres_saver.setup()
             yield postgres_saver
+    elif kind == "redis":
+        from langgraph.checkpoint.redis import RedisSaver
+
+        with RedisSaver.from_conn_string(target) as redis_saver:
+            redis_saver.setup()
+            yield redis_saver
     else:
-        raise SystemExit(f"unknown backend {backend!r} (sqlite:<path> or postgres:<url>)")
+        raise SystemExit(
+            f"unknown backend {backend!r} (sqlite:<path>, postgres:<url> or redis:<url>)"
+        )
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -9,14 +9,11 @@ travel in the checkpoint's metadata.
     B: resume         resume kind `crash` from A's last checkpoint; step2, step3, stops at `ask`
     C: resume-command resume kind `interrupt` from B's last checkpoint; `ask` finishes
 
-Backends: SQLite, PostgreSQL and Redis (RedisSaver). `crash_app.py` opens SQLite and PostgreSQL
-itself; for Redis each process runs it through `REDIS_SHIM`, which adds a `redis:<url>` backend
-to its `open_saver` (the app, its graph and its telemetry are unchanged).
+Backends: SQLite, PostgreSQL and Redis (RedisSaver), each opened by `crash_app.py` itself.
 """
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import signal
@@ -28,8 +25,7 @@ from typing import Any
 
 import pytest
 
-import crash_app
-from crash_app import ANSWER, QUESTION, SERVICE_NAME
+from crash_app import ANSWER, QUESTION, SERVICE_NAME, open_saver
 from helpers import fresh_database
 from langgraph.checkpoint.otel import names
 from langgraph.checkpoint.otel.tools.otlp_json import SpanRecord, read_spans
@@ -37,34 +33,6 @@ from langgraph.checkpoint.otel.tools.otlp_json import SpanRecord, read_spans
 APP = Path(__file__).with_name("crash_app.py")
 TIMEOUT_S = 60
 LINK_WRITER = "checkpoint_writer"
-
-
-@contextlib.contextmanager
-def open_saver(backend: str) -> Iterator[Any]:
-    """`crash_app.open_saver`, plus ``redis:<url>``: a bare RedisSaver, set up and ready."""
-    kind, _, target = backend.partition(":")
-    if kind != "redis":
-        with crash_app.open_saver(backend) as saver:
-            yield saver
-        return
-    from langgraph.checkpoint.redis import RedisSaver
-
-    with RedisSaver.from_conn_string(target) as redis_saver:
-        redis_saver.setup()
-        yield redis_saver
-
-
-REDIS_SHIM = f"""
-import sys
-
-sys.path.insert(0, {str(APP.parent)!r})
-import crash_app
-import test_cross_process
-
-crash_app.open_saver = test_cross_process.open_saver
-sys.exit(crash_app.main(sys.argv[1:]))
-"""
-"""`python -c REDIS_SHIM ARGS...` is `python crash_app.py ARGS...` with the `redis:` backend."""
 
 
 @pytest.fixture(params=["sqlite", "postgres", "redis"])
@@ -86,9 +54,8 @@ def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
 def run_app(
     backend: str, thread_id: str, spans: Path, instance: str, action: str, *extra: str
 ) -> subprocess.CompletedProcess[str]:
-    app = ["-c", REDIS_SHIM] if backend.startswith("redis:") else [str(APP)]
     return subprocess.run(
-        [sys.executable, *app, backend, thread_id, str(spans), instance, action, *extra],
+        [sys.executable, str(APP), backend, thread_id, str(spans), instance, action, *extra],
         capture_output=True,
         text=True,
         timeout=TIMEOUT_S,
