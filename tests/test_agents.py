@@ -1131,6 +1131,23 @@ class App:
         return by_thread
 
 
+def _after_the_input(loaded: Any) -> list[Any]:
+    """The pending writes of a checkpoint other than its `__start__` task's input mapping.
+
+    ... but the input's own mapping: LangGraph saves the `__start__` task's writes (the input's
+    channels and the first node's trigger) from another executor thread, so under `sync`
+    durability they may be stored before the input checkpoint's put has returned and the
+    process is killed.
+    """
+    start = (loaded.checkpoint.get("channel_values") or {}).get("__start__")
+    input_channels = set(start) if isinstance(start, dict) else set()
+    return [
+        write
+        for write in loaded.pending_writes or ()
+        if write[1] not in input_channels and not str(write[1]).startswith("branch:to:")
+    ]
+
+
 @pytest.mark.parametrize(
     ("shape", "durability"), [("react", "sync"), ("react", "async"), ("map_reduce", "sync")]
 )
@@ -1185,8 +1202,8 @@ def test_sigkill_at_every_superstep_resumes_as_crash(
             if durability == "sync":
                 want_step = -1 if kind == "after-checkpoint" else k - 1
                 assert loaded.metadata["step"] == want_step, (thread_id, loaded.metadata)
-                if kind == "after-checkpoint":  # nothing after the checkpoint was stored
-                    assert not loaded.pending_writes, thread_id
+                if kind == "after-checkpoint":  # nothing after the checkpoint was stored ...
+                    assert not _after_the_input(loaded), thread_id
             _check_crash_resume(
                 thread_id,
                 app.spans(f"a-{thread_id}"),
