@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime
+from functools import cached_property
 from typing import Any
 
 from langgraph.checkpoint.base import CheckpointTuple
@@ -165,17 +166,20 @@ class ThreadData:
     """A thread's checkpoints as read from the sources, shared by the commands."""
 
     def __init__(
-        self, sources: Sources, thread_id: str, policy: DivergencePolicy = DEFAULT_POLICY
+        self,
+        sources: Sources,
+        thread_id: str,
+        policy: DivergencePolicy = DEFAULT_POLICY,
+        tuples: Sequence[CheckpointTuple] | None = None,
     ) -> None:
+        """`tuples`: the thread's checkpoints when already read (else read from the saver)."""
         self.sources = sources
         self.thread_id = thread_id
         self.policy = policy
         self.spans = _thread_spans(sources, thread_id)
-        self.tuples: list[CheckpointTuple] = (
-            sorted(sources.checkpoints(thread_id), key=lambda t: str(t.checkpoint["id"]))
-            if sources.saver is not None
-            else []
-        )
+        if tuples is None:
+            tuples = sources.checkpoints(thread_id) if sources.saver is not None else []
+        self.tuples: list[CheckpointTuple] = sorted(tuples, key=lambda t: str(t.checkpoint["id"]))
         self.puts = sorted(
             (s for s in self.spans if s.name == names.SPAN_PUT),
             key=lambda s: str(s.attributes.get(names.CHECKPOINT_ID, "")),
@@ -187,7 +191,9 @@ class ThreadData:
         else:
             self.records = span_records(span_facts(self.puts), thread_id)
         self.by_id = {r.checkpoint_id: r for r in self.records}
+        self.tuples_by_id = {str(t.checkpoint["id"]): t for t in self.tuples}
 
+    @cached_property
     def findings(self) -> list[Finding]:
         """Offline findings over the stored history, with those flagged online."""
         found = {
@@ -198,6 +204,17 @@ class ThreadData:
             found.setdefault((f.kind, f.checkpoint_id, f.channel, f.actual), f)
         return sorted(found.values(), key=lambda f: (f.checkpoint_id, f.kind))
 
+    @cached_property
+    def timeline(self) -> Timeline:
+        """The thread's timeline (see `timeline`), computed once."""
+        return _timeline(self)
+
+    @cached_property
+    def resume_marks(self) -> dict[str, tuple[str | None, str | None]]:
+        """(kind, from checkpoint) on the first checkpoint each resumed run wrote."""
+        return _resume_marks(self)
+
+    @cached_property
     def digests(self) -> dict[str, dict[str, tuple[str, int]]]:
         """(hash, size) per channel per checkpoint (changed channels carried over for spans)."""
         if self.tuples:
@@ -221,7 +238,11 @@ class ThreadData:
 
 def timeline(sources: Sources, thread_id: str, data: ThreadData | None = None) -> Timeline:
     """Every checkpoint of the thread, oldest first, with branches, resumes and divergences."""
-    data = data or ThreadData(sources, thread_id)
+    return (data or ThreadData(sources, thread_id)).timeline
+
+
+def _timeline(data: ThreadData) -> Timeline:
+    sources, thread_id = data.sources, data.thread_id
     records = data.records
     parent_of = {r.checkpoint_id: r.parent_id for r in records}
     lanes = _lanes([r.checkpoint_id for r in records], parent_of)
@@ -230,13 +251,13 @@ def timeline(sources: Sources, thread_id: str, data: ThreadData | None = None) -
         if r.parent_id:
             children[r.parent_id] += 1
     shorts = short_ids(parent_of)
-    digests = data.digests()
+    digests = data.digests
     flagged: dict[str, list[str]] = defaultdict(list)
-    for f in data.findings():
+    for f in data.findings:
         flagged[f.checkpoint_id].append(f.kind)
     puts = {str(s.attributes.get(names.CHECKPOINT_ID, "")): s for s in data.puts}
-    tuples = {str(t.checkpoint["id"]): t for t in data.tuples}
-    resumes = _resume_marks(data)
+    tuples = data.tuples_by_id
+    resumes = data.resume_marks
     rows = []
     for r in records:
         cid = r.checkpoint_id
@@ -320,7 +341,7 @@ def _resume_marks(data: ThreadData) -> dict[str, tuple[str | None, str | None]]:
 def resumes(sources: Sources, thread_id: str, data: ThreadData | None = None) -> Resumes:
     """The resume log: from resume spans where there are spans, else from stored marks."""
     data = data or ThreadData(sources, thread_id)
-    marks = _resume_marks(data)
+    marks = data.resume_marks
     first_by_origin = {origin: cid for cid, (_, origin) in marks.items() if origin}
     writers = _writers(data)
     rows: list[ResumeRow] = []
@@ -338,7 +359,7 @@ def resumes(sources: Sources, thread_id: str, data: ThreadData | None = None) ->
                 **writers.get(event.from_checkpoint_id, {}),
             )
         )
-    tuples = {str(t.checkpoint["id"]): t for t in data.tuples}
+    tuples = data.tuples_by_id
     for cid, (kind, origin) in marks.items():
         if origin is None or origin in seen or kind is None:
             continue
@@ -399,7 +420,7 @@ def divergence_report(
 ) -> Divergences:
     """Offline detectors over the thread's history, with findings flagged online."""
     data = data or ThreadData(sources, thread_id)
-    findings = data.findings()
+    findings = data.findings
     return Divergences(
         source=sources.info(), thread_id=thread_id, diverged=bool(findings), findings=findings
     )
@@ -410,7 +431,7 @@ def growth(sources: Sources, thread_id: str, data: ThreadData | None = None) -> 
     data = data or ThreadData(sources, thread_id)
     rows = [r for r in timeline(sources, thread_id, data).checkpoints if r.branch == 0]
     rows = [r for r in rows if r.namespace == ""] or rows
-    digests = data.digests()
+    digests = data.digests
     series: dict[str, list[GrowthPoint]] = defaultdict(list)
     for row in rows:
         for name, (_, size) in digests.get(row.checkpoint_id, {}).items():
@@ -468,7 +489,7 @@ def diffs(
             "diff needs a saver source: spans carry no channel values (timeline shows which "
             "channels changed and their sizes)"
         )
-    tuples = {str(t.checkpoint["id"]): t for t in data.tuples}
+    tuples = data.tuples_by_id
     pairs: list[tuple[CheckpointTuple | None, CheckpointTuple]] = []
     if a is not None and b is not None:
         pairs.append((tuples[resolve_checkpoint(data, a)], tuples[resolve_checkpoint(data, b)]))
@@ -534,7 +555,7 @@ def threads(
     rows = []
     ids = sorted(set(by_thread) | set(span_threads))
     for thread_id in ids if progress is None else progress(ids):
-        data = ThreadData(sources, thread_id, policy)
+        data = ThreadData(sources, thread_id, policy, by_thread.get(thread_id, []))
         line = timeline(sources, thread_id, data)
         root = [r for r in line.checkpoints if r.namespace == ""] or line.checkpoints
         latest = root[-1]
