@@ -7,6 +7,8 @@ the divergence alert to reach `firing` in /api/v1/alerts. It loads the shipped r
 is: the divergence alert has no `for`, and its "new series" branch (`unless ... offset 5m`) is
 what fires for a counter that the exporter creates with its first divergence, so no test-only
 variant with shorter windows is needed. Only the global scrape and evaluation intervals are 1s.
+A second thread, written under one schema version and continued under another, makes the
+schema-mismatch alert fire the same way, and the run-end growth histograms appear.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ import urllib.error
 import urllib.parse
 import urllib.request
 from collections.abc import Callable, Iterator
+from decimal import Decimal
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -44,6 +47,24 @@ RULES = RULES_DIR / "langgraph-checkpoint.rules.yml"
 RULE_TESTS = RULES_DIR / "tests.yml"
 JOB = "langgraph-app"
 DIVERGENCE_ALERT = "LangGraphCheckpointDivergence"
+SCHEMA_ALERT = "LangGraphSchemaMismatch"
+ALERTS = [
+    "LangGraphCheckpointDivergence",
+    "LangGraphCheckpointResumeStorm",
+    "LangGraphCheckpointWriteLatencyHigh",
+    "LangGraphCheckpointChannelGrowth",
+    "LangGraphTaskErrorRateHigh",
+    "LangGraphSchemaMismatch",
+    "LangGraphThreadTooManyCheckpoints",
+    "LangGraphThreadTooManyBytes",
+    "LangGraphChannelGrowsWithoutBound",
+]
+RULE_COUNT = 15  # 6 recording rules and the alerts
+# Bucket boundaries of the run-end histograms (langgraph.checkpoint.thread.checkpoints and
+# langgraph.checkpoint.thread.written, which uses the byte buckets) that rules compare with.
+THREAD_CHECKPOINT_BUCKETS = (1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10000)
+THREAD_CHECKPOINT_BUCKETS += (20000, 50000, 100000)
+BYTE_BUCKETS = tuple(1024 * 4**k for k in range(11))  # 1 KiB .. 1 GiB
 LIVE_DEADLINE_S = 60.0
 
 T = TypeVar("T")
@@ -78,7 +99,7 @@ def run_promtool(*args: str) -> str:
 def test_promtool_check_rules() -> None:
     output = run_promtool("check", "rules", str(RULES))
     assert "SUCCESS" in output, output
-    assert "10 rules found" in output, output
+    assert f"{RULE_COUNT} rules found" in output, output
 
 
 def test_promtool_unit_tests() -> None:
@@ -99,7 +120,7 @@ def test_every_alert_is_unit_tested_and_documented() -> None:
         for case in test.get("alert_rule_test", [])
     }
     readme = (ROOT / "alerts" / "README.md").read_text()
-    assert len(alerts) == 5
+    assert alerts == ALERTS
     for alert in alerts:
         assert alert in tested, f"{alert} has no promtool unit test"
         assert f"### {alert}" in readme, f"{alert} is not documented in alerts/README.md"
@@ -108,6 +129,121 @@ def test_every_alert_is_unit_tested_and_documented() -> None:
             if "alert" in rule:
                 assert rule["labels"]["severity"] in {"warning", "critical"}
                 assert {"summary", "description", "runbook"} <= set(rule["annotations"])
+
+
+def alert_rules() -> dict[str, dict[str, Any]]:
+    return {
+        rule["alert"]: rule
+        for group in yaml.safe_load(RULES.read_text())["groups"]
+        for rule in group["rules"]
+        if "alert" in rule
+    }
+
+
+def grouping_labels(expr: str, recorded: dict[str, str]) -> set[str]:
+    """The labels `by (...)` keeps in expr and in the recording rules it reads."""
+    exprs = [expr] + [body for name, body in recorded.items() if name in expr]
+    return {
+        label.strip()
+        for text in exprs
+        for group in re.findall(r"\bby\s*\(([^)]*)\)", text)
+        for label in group.split(",")
+    } - {"le", ""}
+
+
+def test_every_alert_is_shown_firing_and_quiet() -> None:
+    """Each alert has a promtool case where it fires and one where it does not; a firing case
+    expects the rule's severity and only labels the rule's aggregation keeps."""
+    rules = alert_rules()
+    recorded = {
+        rule["record"]: rule["expr"]
+        for group in yaml.safe_load(RULES.read_text())["groups"]
+        for rule in group["rules"]
+        if "record" in rule
+    }
+    cases: dict[str, list[list[dict[str, Any]]]] = {}
+    for test in yaml.safe_load(RULE_TESTS.read_text())["tests"]:
+        for case in test.get("alert_rule_test", []):
+            cases.setdefault(case["alertname"], []).append(case["exp_alerts"])
+    for alert, rule in rules.items():
+        fired = [a for expected in cases[alert] for a in expected]
+        assert fired, f"{alert} is never shown firing"
+        assert [] in cases[alert], f"{alert} is never shown quiet"
+        kept = grouping_labels(rule["expr"], recorded)
+        for expected in fired:
+            assert expected["exp_labels"]["severity"] == rule["labels"]["severity"]
+            assert set(expected["exp_labels"]) - {"severity"} == kept, alert
+            assert expected["exp_annotations"]["runbook"] == rule["annotations"]["runbook"]
+
+
+def test_new_alerts_read_the_new_series() -> None:
+    rules = alert_rules()
+    expected = {
+        "LangGraphSchemaMismatch": "langgraph_checkpoint_schema_mismatches_total",
+        "LangGraphThreadTooManyCheckpoints": "langgraph_checkpoint_thread_checkpoints_bucket",
+        "LangGraphThreadTooManyBytes": "langgraph_checkpoint_thread_written_bytes_bucket",
+        "LangGraphChannelGrowsWithoutBound": (
+            "job_langgraph_channel_name:langgraph_checkpoint_channel_size_bytes:p95_rate5m"
+        ),
+    }
+    for alert, series in expected.items():
+        assert series in rules[alert]["expr"], alert
+    assert "offset 6h" in rules["LangGraphChannelGrowsWithoutBound"]["expr"]
+    assert "offset 15m" in rules[SCHEMA_ALERT]["expr"]  # the new-series branch
+    for alert in ("LangGraphThreadTooManyBytes", "LangGraphChannelGrowsWithoutBound"):
+        assert "docs/telemetry.md (Checkpoint growth)" in rules[alert]["annotations"]["runbook"]
+    assert "docs/telemetry.md (Schema versions)" in rules[SCHEMA_ALERT]["annotations"]["runbook"]
+
+
+def go_float(value: float) -> str:
+    """Go's strconv.FormatFloat(value, 'g', -1, 64): shortest digits, exponent from 1e6."""
+    sign, digits, exponent = Decimal(repr(float(value))).normalize().as_tuple()
+    assert not sign and isinstance(exponent, int)
+    text = "".join(map(str, digits))
+    exp = len(digits) + exponent - 1
+    if exp < -4 or exp >= 6:
+        mantissa = text[0] + ("." + text[1:] if len(text) > 1 else "")
+        return f"{mantissa}e{'+' if exp >= 0 else '-'}{abs(exp):02d}"
+    return format(Decimal(repr(float(value))).normalize(), "f")
+
+
+def le_spellings(boundary: float) -> set[str]:
+    """How one bucket boundary reaches Prometheus as `le`: the Python exporter (str(float)),
+    the Collector's remote write (FormatFloat 'f' -1), Prometheus 3's normalisation
+    ('g' -1, with ".0" when there is no dot or exponent)."""
+    go = go_float(boundary)
+    plain = format(Decimal(repr(float(boundary))).normalize(), "f")
+    return {str(float(boundary)), plain, go if ("." in go or "e" in go) else go + ".0"}
+
+
+def test_go_float_formatting() -> None:
+    assert go_float(1000.0) == "1000"
+    assert go_float(1048576.0) == "1.048576e+06"
+    assert go_float(67108864.0) == "6.7108864e+07"
+    assert go_float(0.25) == "0.25"
+    assert le_spellings(1000) == {"1000.0", "1000"}
+    assert le_spellings(67108864) == {"67108864.0", "67108864", "6.7108864e+07"}
+
+
+def test_bucket_matchers_are_boundaries_in_every_spelling() -> None:
+    """A rule that counts the samples above a bucket compares with a real boundary of that
+    histogram, and its `le` regex matches that boundary however the pipeline spells it, and
+    no other boundary."""
+    buckets = {
+        "langgraph_checkpoint_thread_checkpoints_bucket": THREAD_CHECKPOINT_BUCKETS,
+        "langgraph_checkpoint_thread_written_bytes_bucket": BYTE_BUCKETS,
+    }
+    found = re.findall(r'(\w+_bucket)\{[^}]*\ble=~"((?:[^"\\]|\\.)*)"', rule_expressions())
+    assert {metric for metric, _ in found} == set(buckets)
+    for metric, quoted in found:
+        pattern = quoted.encode().decode("unicode_escape")  # PromQL string -> regex
+        matched = [
+            b for b in buckets[metric] if any(re.fullmatch(pattern, s) for s in le_spellings(b))
+        ]
+        assert len(matched) == 1, (metric, pattern, matched)
+        for spelling in le_spellings(matched[0]):
+            assert re.fullmatch(pattern, spelling), (metric, pattern, spelling)
+    assert not re.fullmatch("1000|1000\\.0", "10000.0")  # anchored: the check can fail
 
 
 # --- live: a real Prometheus scraping a real exporter while a graph diverges -------------------
@@ -301,9 +437,30 @@ def test_divergence_alert_fires_in_a_live_prometheus(
         graph.invoke({"start": 0}, config)
         before_noisy = next(s for s in graph.get_state_history(config) if s.next == ("noisy",))
         graph.invoke(None, before_noisy.config)
-        assert 'langgraph_checkpoint_divergences_total{langgraph_divergence_kind="state"' in (
-            exporter.metrics_text()
-        )
+        # A thread written under schema version "1", continued by code running version "2"
+        # (a deterministic graph: the continue diverges from nothing).
+        shared = InMemorySaver()
+        for version in ("1", "2"):
+            versioned = instrument(
+                shared,
+                tracer_provider=exporter.tracer_provider,
+                meter_provider=exporter.meter_provider,
+                schema_version=version,
+            )
+            versioned_graph = graphs.noisy(deterministic=True).compile(checkpointer=versioned)
+            versioned_graph.invoke({"start": 0}, {"configurable": {"thread_id": "live-2"}})
+        text = exporter.metrics_text()
+        assert 'langgraph_checkpoint_divergences_total{langgraph_divergence_kind="state"' in text
+        mismatches = [
+            line
+            for line in text.splitlines()
+            if line.startswith("langgraph_checkpoint_schema_mismatches_total{")
+        ]
+        assert any(
+            'langgraph_schema_written_version="1"' in line
+            and 'langgraph_schema_running_version="2"' in line
+            for line in mismatches
+        ), mismatches
 
         def divergence_firing() -> dict[str, Any] | None:
             for alert in prometheus.api("alerts")["alerts"]:
@@ -320,13 +477,25 @@ def test_divergence_alert_fires_in_a_live_prometheus(
         assert alert["annotations"]["summary"] == f"LangGraph run diverged (state) in {JOB}"
         assert float(alert["value"]) == 1.0
 
-        # a normal run with one fork trips nothing else
+        def schema_firing() -> dict[str, Any] | None:
+            for alert in prometheus.api("alerts")["alerts"]:
+                if alert["labels"]["alertname"] == SCHEMA_ALERT and alert["state"] == "firing":
+                    return dict(alert)
+            return None
+
+        schema = poll(f"{SCHEMA_ALERT} to be firing", schema_firing, deadline, proc)
+        assert schema["labels"]["langgraph_schema_written_version"] == "1"
+        assert schema["labels"]["langgraph_schema_running_version"] == "2"
+        assert schema["labels"]["job"] == JOB
+        assert float(schema["value"]) == 1.0
+
+        # runs with one fork and one schema change trip nothing else
         firing = {
             a["labels"]["alertname"]
             for a in prometheus.api("alerts")["alerts"]
             if a["state"] == "firing"
         }
-        assert firing == {DIVERGENCE_ALERT}
+        assert firing == {DIVERGENCE_ALERT, SCHEMA_ALERT}
 
         # every rule evaluates without error against the real series
         def all_rules_evaluated() -> list[dict[str, Any]] | None:
@@ -335,12 +504,13 @@ def test_divergence_alert_fires_in_a_live_prometheus(
             return rules if evaluated else None
 
         rules = poll("every rule to be evaluated", all_rules_evaluated, deadline, proc)
-        assert len(rules) == 10
+        assert len(rules) == RULE_COUNT
         assert [(r["name"], r.get("lastError", "")) for r in rules if r["health"] != "ok"] == []
 
         # every exporter metric and label the rules name exists in Prometheus after this run
         metrics, labels = metric_references(rule_expressions())
-        assert len(metrics) == 5, metrics  # all instruments but the whole-state size
+        # all instruments but the whole-state size and the per-channel written bytes
+        assert len(metrics) == 8, metrics
         names = set(prometheus.api("label/__name__/values"))
         seen_labels: set[str] = set()
         for metric in sorted(metrics):
@@ -349,6 +519,11 @@ def test_divergence_alert_fires_in_a_live_prometheus(
             for series in prometheus.api("series", **{"match[]": f'{{__name__=~"{metric}.*"}}'}):
                 seen_labels |= set(series)
         assert labels <= seen_labels, labels - seen_labels
+
+        # each `le` regex of the rules selects a bucket the real exporter exposes
+        for metric, matcher in re.findall(r'(\w+_bucket)\{[^}]*?(le=~"[^"]*")', rule_expressions()):
+            selected = prometheus.api("series", **{"match[]": f"{metric}{{{matcher}}}"})
+            assert selected, f"{metric}{{{matcher}}} selects nothing in Prometheus"
         assert fired_after < 40, f"the alert took {fired_after:.1f}s to fire"
     except BaseException:
         print(f"--- prometheus log (tail) ---\n{prometheus.log_tail()}")

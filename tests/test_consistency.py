@@ -24,7 +24,7 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from langgraph.checkpoint.otel import instrument, names
+from langgraph.checkpoint.otel import Migrations, instrument, names, record_tool_start
 
 ROOT = Path(__file__).resolve().parents[1]
 BUNDLE = [ROOT / "dashboards", ROOT / "alerts", ROOT / "collector-config"]
@@ -96,7 +96,8 @@ def emitted() -> Emitted:
 
 
 def run_every_path(tracer_provider: TracerProvider, meter_provider: MeterProvider) -> None:
-    """A run that errors, resumes, is interrupted, is resumed, and diverges on a fork."""
+    """A run that errors, resumes, is interrupted, is resumed by the next release of the app
+    (another schema version, migrated), and diverges on a fork; then a tool call."""
     failed = {"once": False}
 
     def a(state: State) -> dict[str, Any]:
@@ -118,19 +119,60 @@ def run_every_path(tracer_provider: TracerProvider, meter_provider: MeterProvide
     builder.add_edge(START, "a")
     builder.add_edge("a", "flaky")
     builder.add_edge("flaky", "ask")
+    inner = InMemorySaver()
     saver = instrument(
-        InMemorySaver(), tracer_provider=tracer_provider, meter_provider=meter_provider
+        inner, tracer_provider=tracer_provider, meter_provider=meter_provider, schema_version="1"
     )
     graph = builder.compile(checkpointer=saver)
     config: Any = {"configurable": {"thread_id": "consistency"}}
     with pytest.raises(RuntimeError):
         graph.invoke({"n": 0}, config)
     graph.invoke(None, config)  # error resume, stops at the interrupt
-    graph.invoke(Command(resume="yes"), config)  # interrupt resume
+    migrations = Migrations()
+    migrations.add("1", "2", lambda values: {**values, "n": values.get("n", 0) * 10})
+    saver = instrument(
+        inner,
+        tracer_provider=tracer_provider,
+        meter_provider=meter_provider,
+        schema_version="2",
+        migrations=migrations,
+    )
+    graph = builder.compile(checkpointer=saver)
+    graph.invoke(Command(resume="yes"), config)  # interrupt resume, schema 1 -> 2
     after_a = next(s for s in graph.get_state_history(config) if s.next == ("flaky",))
     graph.invoke(None, after_a.config)  # fork: `noise` differs, a divergence
     list(saver.list(config))
     saver.delete_thread("consistency")
+    run_a_tool_call(tracer_provider, meter_provider)
+
+
+def run_a_tool_call(tracer_provider: TracerProvider, meter_provider: MeterProvider) -> None:
+    """A model asks for a side-effecting tool, which records its start."""
+    from langchain_core.messages import AIMessage
+    from langchain_core.tools import tool
+    from langgraph.graph import MessagesState
+    from langgraph.prebuilt import ToolNode
+
+    @tool
+    @record_tool_start(tracer_provider=tracer_provider)
+    def book(flight: str) -> str:
+        """Book a flight."""
+        return f"booked {flight}"
+
+    def model(state: MessagesState) -> dict[str, Any]:
+        call = {"name": "book", "args": {"flight": "LH 123"}, "id": "call-1"}
+        return {"messages": [AIMessage("", tool_calls=[call])]}
+
+    builder = StateGraph(MessagesState)
+    builder.add_node("model", model)
+    builder.add_node("tools", ToolNode([book]))
+    builder.add_edge(START, "model")
+    builder.add_edge("model", "tools")
+    saver = instrument(
+        InMemorySaver(), tracer_provider=tracer_provider, meter_provider=meter_provider
+    )
+    graph = builder.compile(checkpointer=saver)
+    graph.invoke({"messages": []}, {"configurable": {"thread_id": "tools"}})
 
 
 TOKEN = re.compile(r"(?<![A-Za-z0-9_])@?((?:langgraph|gen_ai)[a-zA-Z0-9_.:]*)")

@@ -17,6 +17,9 @@ NOT_TELEMETRY = {
     "META_CHANNELS",
     "META_NODES",
     "META_RESUME",
+    "META_SCHEMA",
+    "META_LINEAGE",
+    "UNVERSIONED",
     "SCOPE",
 }
 

@@ -54,7 +54,7 @@ INSTALL_SCRIPT = ROOT / "scripts" / "tools" / "grafana-schema.sh"
 # The allowlist: Prometheus names of the library's metrics
 # --------------------------------------------------------------------------------------------
 # Obtained by running instrumented graphs (InMemorySaver; a plain run, a continue, an error resume,
-# a fork that diverges, a failing inner call) with an SDK MeterProvider whose reader is
+# a fork that diverges, a failing inner call, a thread continued under another schema version) with an SDK MeterProvider whose reader is
 # opentelemetry-exporter-prometheus's PrometheusMetricReader (0.66b2, SDK 1.45.2), then reading the
 # exposition text (first over prometheus_client.start_http_server's /metrics, here through
 # generate_latest). The Collector's prometheus and prometheusremotewrite exporters apply the same
@@ -73,11 +73,19 @@ FAMILY_LABELS: dict[str, frozenset[str]] = {
     "langgraph_checkpoint_task_outcomes_total": frozenset(
         {"langgraph_task_node", "langgraph_task_outcome"}
     ),
+    "langgraph_checkpoint_schema_mismatches_total": frozenset(
+        {"langgraph_schema_written_version", "langgraph_schema_running_version"}
+    ),
+    "langgraph_checkpoint_channel_written_bytes_total": frozenset({"langgraph_channel_name"}),
+    "langgraph_checkpoint_thread_checkpoints": frozenset({"langgraph_saver"}),
+    "langgraph_checkpoint_thread_written_bytes": frozenset({"langgraph_saver"}),
 }
 HISTOGRAMS = {
     "langgraph_checkpoint_operation_duration_seconds",
     "langgraph_checkpoint_size_bytes",
     "langgraph_checkpoint_channel_size_bytes",
+    "langgraph_checkpoint_thread_checkpoints",
+    "langgraph_checkpoint_thread_written_bytes",
 }
 # on every series: the instrumentation scope, added by the exporter
 SCOPE_LABELS = frozenset({"otel_scope_name", "otel_scope_version", "otel_scope_schema_url"})
@@ -108,7 +116,7 @@ SERIES = series_labels()
 # --------------------------------------------------------------------------------------------
 
 NOT_ATTRIBUTES = {"SCOPE", "METADATA_KEY", "META_FORMAT", "META_STATE_HASH", "META_CHANNELS"}
-NOT_ATTRIBUTES |= {"META_NODES", "META_RESUME"}
+NOT_ATTRIBUTES |= {"META_NODES", "META_RESUME", "META_SCHEMA", "META_LINEAGE", "UNVERSIONED"}
 ALL_ATTRIBUTES = {
     value
     for key, value in vars(names).items()
@@ -128,6 +136,9 @@ EVENT_ATTRIBUTES = {
     names.DIVERGENCE_CHANNEL,
     names.DIVERGENCE_EXPECTED,
     names.DIVERGENCE_ACTUAL,
+    names.SCHEMA_WRITTEN_VERSION,
+    names.SCHEMA_RUNNING_VERSION,
+    names.TOOL_CALL_ID,
 }
 LINK_ATTRIBUTES = {names.LINK_TYPE}
 TRACEQL_SCOPES: dict[str, set[str]] = {
@@ -290,17 +301,79 @@ def test_every_promql_expression_uses_emitted_series_and_labels() -> None:
 def test_every_traceql_query_uses_names_from_names_py() -> None:
     dashboard = load_dashboard()
     queries = [(panel["title"], query) for panel, query in targets(dashboard, "tempo")]
-    assert {title for title, _ in queries} == {"Recent resumes", "Recent divergences"}
+    assert {title for title, _ in queries} == {
+        "Recent resumes",
+        "Recent divergences",
+        "Tool calls started again (possible duplicates)",
+    }
     problems = {f"{title}: {query}": traceql_problems(query) for title, query in queries}
     assert {k: v for k, v in problems.items() if v} == {}
     text = " ".join(query for _, query in queries)
     assert f'name = "{names.SPAN_RESUME}"' in text
     assert f"span.{names.DIVERGENCE_DETECTED} = true" in text
+    assert f'name = "{names.SPAN_TOOL_START}" && span.{names.TOOL_RETRY} = true' in text
+    assert f"span.{names.TOOL_IDEMPOTENCY_KEY}" in text
     # the checks bite
     assert traceql_problems('{ name = "langgraph.checkpoint.resumed" }')
     assert traceql_problems("{ span.langgraph.divergence.kind = 'state' }")
     assert traceql_problems("{ span.langgraph.resume.knd = 1 }")
     assert not traceql_problems('{ event.langgraph.divergence.kind = "state" }')
+    assert traceql_problems("{ span.langgraph.schema.written_version = 1 }")  # an event's
+    assert traceql_problems('{ name = "langgraph.tool.started" }')
+
+
+# The panels of the schema and growth metrics: title -> (series every query reads, grouping).
+GROWTH_PANELS = {
+    "Schema mismatches on resume": (
+        "langgraph_checkpoint_schema_mismatches_total",
+        {"langgraph_schema_written_version", "langgraph_schema_running_version"},
+    ),
+    "Bytes written per channel": (
+        "langgraph_checkpoint_channel_written_bytes_total",
+        {"langgraph_channel_name"},
+    ),
+    "Checkpoints per thread (at run end)": (
+        "langgraph_checkpoint_thread_checkpoints_bucket",
+        {"le", "langgraph_saver"},
+    ),
+    "Bytes written per thread (at run end)": (
+        "langgraph_checkpoint_thread_written_bytes_bucket",
+        {"le", "langgraph_saver"},
+    ),
+}
+
+
+def test_growth_panels_chart_the_new_metrics() -> None:
+    dashboard = load_dashboard()
+    panels = {panel["title"]: panel for panel in all_panels(dashboard)}
+    for title, (series, grouping) in GROWTH_PANELS.items():
+        panel = panels[title]
+        exprs = [target["expr"] for target in panel["targets"]]
+        assert exprs, title
+        for expr in exprs:
+            metrics, labels = promql_names(expr)
+            assert metrics == {series}, (title, expr)
+            assert grouping <= labels, (title, expr)
+            assert "$__rate_interval" in expr and 'job=~"$service"' in expr, (title, expr)
+        if series.endswith("_bucket"):  # p50 / p95 / p99, filtered by saver
+            assert [expr.split(",")[0] for expr in exprs] == [
+                f"histogram_quantile({q}" for q in ("0.5", "0.95", "0.99")
+            ], title
+            assert all('langgraph_saver=~"$saver"' in expr for expr in exprs), title
+    row = next(p for p in dashboard["panels"] if p["title"] == "Schema versions and thread growth")
+    below = [
+        p["title"]
+        for p in dashboard["panels"]
+        if p["type"] != "row" and row["gridPos"]["y"] < p["gridPos"]["y"] < row["gridPos"]["y"] + 17
+    ]
+    assert sorted(below) == sorted(GROWTH_PANELS)
+    units = {title: panels[title]["fieldConfig"]["defaults"]["unit"] for title in GROWTH_PANELS}
+    assert units == {
+        "Schema mismatches on resume": "short",
+        "Bytes written per channel": "Bps",
+        "Checkpoints per thread (at run end)": "short",
+        "Bytes written per thread (at run end)": "bytes",
+    }
 
 
 class _Items(TypedDict):
@@ -315,7 +388,8 @@ class _FailingLoads(InMemorySaver):
 
 def exercise(meter_provider: MeterProvider, thread_id: str) -> None:
     """Make every metric and label of the library appear: writes, loads, a node error and its
-    resume, a continue, a fork whose replay diverges (state), and a failing inner saver call."""
+    resume, a continue, a fork whose replay diverges (state), a failing inner saver call, and a
+    thread written under schema version "1" and continued by code running "2"."""
     failures = {"boom": 1}
 
     def boom(state: _Items) -> dict[str, Any]:
@@ -351,6 +425,21 @@ def exercise(meter_provider: MeterProvider, thread_id: str) -> None:
         )
         with pytest.raises(TimeoutError):
             failing.get_tuple(config)
+        shared = InMemorySaver()
+        for version in ("1", "2"):
+            versioned = instrument(
+                shared,
+                tracer_provider=tracer_provider,
+                meter_provider=meter_provider,
+                schema_version=version,
+            )
+            simple = StateGraph(_Items)
+            simple.add_node("a", lambda state: {"items": ["a"]})
+            simple.add_edge(START, "a")
+            simple.add_edge("a", END)
+            simple.compile(checkpointer=versioned).invoke(
+                {"items": [], "value": 0.0}, {"configurable": {"thread_id": f"{thread_id}-schema"}}
+            )
     finally:
         tracer_provider.shutdown()
 
@@ -377,6 +466,14 @@ def test_allowlist_is_what_the_prometheus_exporter_emits() -> None:
     for name, labels in observed.items():
         assert labels == SERIES[name] - TARGET_LABELS, name
     assert 'langgraph_checkpoint_divergences_total{langgraph_divergence_kind="state"' in text
+    mismatches = [
+        line
+        for line in text.splitlines()
+        if line.startswith("langgraph_checkpoint_schema_mismatches_total{")
+    ]
+    assert len(mismatches) == 1, mismatches
+    assert 'langgraph_schema_written_version="1"' in mismatches[0], mismatches
+    assert 'langgraph_schema_running_version="2"' in mismatches[0], mismatches
     assert "target_info{" in text and 'service_name="grafana-dashboard-test"' in text
 
 

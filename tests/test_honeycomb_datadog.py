@@ -59,7 +59,7 @@ DD = ROOT / "dashboards" / "datadog"
 
 # --- what the library emits (names.py is the one place names are defined) --------------------
 NOT_TELEMETRY = {"SCOPE", "METADATA_KEY", "META_FORMAT", "META_STATE_HASH", "META_CHANNELS"}
-NOT_TELEMETRY |= {"META_NODES", "META_RESUME"}
+NOT_TELEMETRY |= {"META_NODES", "META_RESUME", "META_SCHEMA", "META_LINEAGE", "UNVERSIONED"}
 SPAN_NAMES = set(names.spans().values())
 EVENT_NAMES = set(names.events().values())
 METRIC_NAMES = set(names.metrics().values())
@@ -79,6 +79,30 @@ METRIC_ATTRIBUTES = {
     names.METRIC_RESUMES: {names.RESUME_KIND},
     names.METRIC_DIVERGENCES: {names.DIVERGENCE_KIND},
     names.METRIC_TASK_OUTCOMES: {names.TASK_NODE, names.TASK_OUTCOME},
+    names.METRIC_SCHEMA_MISMATCHES: {names.SCHEMA_WRITTEN_VERSION, names.SCHEMA_RUNNING_VERSION},
+    names.METRIC_CHANNEL_WRITTEN: {names.CHANNEL_NAME},
+    names.METRIC_THREAD_CHECKPOINTS: {names.SAVER},
+    names.METRIC_THREAD_WRITTEN: {names.SAVER},
+}
+HISTOGRAM_METRICS = {
+    names.METRIC_OPERATION_DURATION,
+    names.METRIC_CHECKPOINT_SIZE,
+    names.METRIC_CHANNEL_SIZE,
+    names.METRIC_THREAD_CHECKPOINTS,
+    names.METRIC_THREAD_WRITTEN,
+}
+# Attributes only span events carry (Honeycomb stores each span event as its own event, with
+# meta.annotation_type = span_event): a query on them without that filter finds nothing.
+EVENT_ONLY_ATTRIBUTES = {
+    names.DIVERGENCE_KIND,
+    names.DIVERGENCE_STEP,
+    names.DIVERGENCE_REFERENCE_CHECKPOINT_ID,
+    names.DIVERGENCE_CHANNEL,
+    names.DIVERGENCE_EXPECTED,
+    names.DIVERGENCE_ACTUAL,
+    names.SCHEMA_WRITTEN_VERSION,
+    names.SCHEMA_RUNNING_VERSION,
+    names.TOOL_CALL_ID,
 }
 # Values of the closed-set attributes (telemetry contract).
 ENUM_VALUES: dict[str, set[Any]] = {
@@ -88,6 +112,7 @@ ENUM_VALUES: dict[str, set[Any]] = {
     names.OPERATION: {"put", "put_writes", "get", "resume", "list", "delete_thread"}
     | {"delete_for_runs", "copy_thread", "prune", "get_delta_channel_history"},
     names.DIVERGENCE_DETECTED: {True},
+    names.TOOL_RETRY: {True, False},
 }
 
 # Backend-native columns/tags (HC-OTLP, DD-OTLP).
@@ -221,6 +246,13 @@ def validate_query_spec(spec: Any, where: str, *, trigger: bool = False) -> list
     if spec.get("filter_combination", "AND") not in {"AND", "OR"}:
         errors.append(f"{where}: filter_combination must be AND or OR")
     breakdowns = spec.get("breakdowns", [])
+    columns = {c.get("column") for c in calcs} | {f.get("column") for f in spec.get("filters", [])}
+    on_events = {"column": "meta.annotation_type", "op": "=", "value": "span_event"}
+    for column in sorted((columns | set(breakdowns)) & EVENT_ONLY_ATTRIBUTES):
+        if on_events not in spec.get("filters", []):
+            errors.append(
+                f"{where}: {column} is on span events only: filter meta.annotation_type = span_event"
+            )
     for column in breakdowns:
         errors += check_column(column, f"{where}: breakdown")
     calc_keys = {(c.get("op"), c.get("column")) for c in calcs}
@@ -329,11 +361,7 @@ def check_metric_expr(expr: str, where: str, template_prefixes: dict[str, str]) 
             errors.append(f"{where}: metric {metric!r} is not emitted by the library")
             continue
         allowed = METRIC_ATTRIBUTES[metric] | DATADOG_RESERVED_TAGS
-        is_distribution = metric in {
-            names.METRIC_OPERATION_DURATION,
-            names.METRIC_CHECKPOINT_SIZE,
-            names.METRIC_CHANNEL_SIZE,
-        }
+        is_distribution = metric in HISTOGRAM_METRICS
         agg = term["agg"] or "avg"
         if (agg == "count" or agg.startswith("p")) and not is_distribution:
             errors.append(f"{where}: {agg}: needs a distribution; {metric} is a count")
@@ -517,7 +545,7 @@ def test_every_query_has_an_annotation_and_the_board_uses_them_all() -> None:
     assert used == {f"@query:{k}" for k in queries()}
 
 
-def test_honeycomb_triggers_cover_the_five_conditions() -> None:
+def test_honeycomb_triggers_cover_the_conditions() -> None:
     found = triggers()
     assert set(found) == {
         "divergence_detected",
@@ -525,9 +553,54 @@ def test_honeycomb_triggers_cover_the_five_conditions() -> None:
         "write_latency_p95",
         "checkpoint_size",
         "task_errors",
+        "schema_mismatch",
+        "thread_growth",
     }
     for key, trig in found.items():
         assert validate_trigger(trig, key) == []
+
+
+SPAN_EVENTS = {"column": "meta.annotation_type", "op": "=", "value": "span_event"}
+
+
+def name_filter(value: str) -> dict[str, Any]:
+    return {"column": "name", "op": "=", "value": value}
+
+
+def test_honeycomb_schema_growth_and_tool_queries() -> None:
+    found = queries()
+    schema = found["schema_mismatches"]
+    assert SPAN_EVENTS in schema["filters"]
+    assert name_filter(names.EVENT_SCHEMA_MISMATCH) in schema["filters"]
+    assert schema["breakdowns"] == [names.SCHEMA_WRITTEN_VERSION, names.SCHEMA_RUNNING_VERSION]
+
+    growth = found["thread_growth"]
+    assert name_filter(names.SPAN_PUT) in growth["filters"]
+    assert {c["column"] for c in growth["calculations"]} == {
+        names.THREAD_CHECKPOINTS,
+        names.THREAD_WRITTEN_BYTES,
+    }
+    assert names.THREAD_ID in growth["breakdowns"]
+
+    channels = found["largest_channels"]
+    assert name_filter(names.SPAN_PUT) in channels["filters"]
+    assert {"op": "MAX", "column": names.LARGEST_CHANNEL_SIZE_BYTES} in channels["calculations"]
+    assert channels["breakdowns"] == [names.LARGEST_CHANNEL]
+
+    tools = found["tool_duplicates"]
+    assert name_filter(names.SPAN_TOOL_START) in tools["filters"]
+    assert {"column": names.TOOL_RETRY, "op": "=", "value": True} in tools["filters"]
+    assert tools["breakdowns"][0] == names.TOOL_IDEMPOTENCY_KEY
+    assert tools["calculations"] == [{"op": "COUNT"}]
+
+    found_triggers = triggers()
+    mismatch = found_triggers["schema_mismatch"]
+    assert mismatch["query"]["filters"] == schema["filters"]
+    assert mismatch["threshold"] == {"op": ">", "value": 0}
+    assert mismatch["query"]["time_range"] == 900  # as the Prometheus rule's 15m
+    thread = found_triggers["thread_growth"]
+    assert thread["query"]["calculations"] == [{"op": "MAX", "column": names.THREAD_CHECKPOINTS}]
+    assert thread["threshold"] == {"op": ">", "value": 1000}  # as the Prometheus rule
 
 
 def test_datadog_dashboard_is_valid() -> None:
@@ -546,7 +619,7 @@ def test_datadog_dashboard_is_valid() -> None:
         assert metric in text, f"dashboard does not chart {metric}"
 
 
-def test_datadog_monitors_are_valid_and_cover_the_five_conditions() -> None:
+def test_datadog_monitors_are_valid_and_cover_the_conditions() -> None:
     monitors = load(DD / "monitors.json")
     for i, mon in enumerate(monitors):
         assert validate_monitor(mon, f"monitor {i}") == []
@@ -557,8 +630,71 @@ def test_datadog_monitors_are_valid_and_cover_the_five_conditions() -> None:
         names.METRIC_OPERATION_DURATION,
         names.METRIC_CHANNEL_SIZE,
         names.METRIC_TASK_OUTCOMES,
+        names.METRIC_SCHEMA_MISMATCHES,
+        names.METRIC_THREAD_CHECKPOINTS,
+        names.METRIC_THREAD_WRITTEN,
     ):
         assert metric in metric_queries
+
+
+def test_datadog_schema_and_growth_monitors() -> None:
+    queries_ = {m["query"] for m in load(DD / "monitors.json")}
+    schema = "sum:langgraph.checkpoint.schema.mismatches{*} by "
+    schema += "{langgraph.schema.written_version,langgraph.schema.running_version}.as_count()"
+    assert f"sum(last_15m):{schema} > 0" in queries_
+    assert (
+        "max(last_1h):max:langgraph.checkpoint.thread.checkpoints{*} by {langgraph.saver} > 1000"
+        in queries_
+    )
+    assert (
+        "max(last_1h):max:langgraph.checkpoint.thread.written{*} by {langgraph.saver} > 67108864"
+        in queries_
+    )
+    assert (
+        "pct_change(avg(last_30m),6h_ago):p95:langgraph.checkpoint.channel.size{*} "
+        "by {langgraph.channel.name} > 100"
+    ) in queries_
+
+
+def test_datadog_dashboard_charts_schema_growth_and_tool_retries() -> None:
+    dash = load(DD / "dashboard.json")
+    by_title = {w["definition"].get("title"): w["definition"] for w in dash["widgets"]}
+
+    def query_texts(title: str) -> list[str]:
+        return [
+            q.get("query") or q["search"]["query"]
+            for r in by_title[title]["requests"]
+            for q in r["queries"]
+        ]
+
+    mismatches = query_texts("Schema mismatches on resume (written -> running version)")
+    assert mismatches == [
+        "sum:langgraph.checkpoint.schema.mismatches{$service,$env} by "
+        "{langgraph.schema.written_version,langgraph.schema.running_version}.as_count()"
+    ]
+    channel = query_texts("Bytes written per channel (top 10)")
+    assert channel == [
+        "sum:langgraph.checkpoint.channel.written{$service,$env} by {langgraph.channel.name}"
+        ".as_count()"
+    ]
+    checkpoints = query_texts("Checkpoints per thread at run end p50 / p95 / max by saver")
+    assert [q.split(":")[0] for q in checkpoints] == ["p50", "p95", "max"]
+    assert all(names.METRIC_THREAD_CHECKPOINTS + "{" in q and "$saver" in q for q in checkpoints)
+    written = query_texts("Bytes written per thread at run end p95 / max by saver (bytes)")
+    assert all(names.METRIC_THREAD_WRITTEN + "{" in q and "$saver" in q for q in written)
+    tools = by_title["APM: tool calls started again (possible duplicates) by idempotency key"]
+    (query,) = tools["requests"][0]["queries"]
+    assert (
+        query["search"]["query"] == "resource_name:langgraph.tool.start @langgraph.tool.retry:true"
+    )
+    assert query["group_by"][0]["facet"] == f"@{names.TOOL_IDEMPOTENCY_KEY}"
+    largest = by_title["APM: largest channel of each checkpoint (max bytes)"]
+    (query,) = largest["requests"][0]["queries"]
+    assert query["compute"] == {
+        "aggregation": "max",
+        "metric": f"@{names.LARGEST_CHANNEL_SIZE_BYTES}",
+    }
+    assert query["group_by"][0]["facet"] == f"@{names.LARGEST_CHANNEL}"
 
 
 # --- tests: the validators reject realistic mistakes --------------------------------------------
@@ -578,6 +714,42 @@ def test_datadog_monitors_are_valid_and_cover_the_five_conditions() -> None:
 )
 def test_query_validator_rejects(mutate: Any, expected: str) -> None:
     spec = copy.deepcopy(queries()["resume_rate"])
+    mutate(spec)
+    errors = validate_query_spec(spec, "mutated")
+    assert any(expected in e for e in errors), errors
+
+
+@pytest.mark.parametrize(
+    ("key", "mutate", "expected"),
+    [
+        # the version pair is on the span event, not on the resume span
+        (
+            "schema_mismatches",
+            lambda s: s["filters"].__setitem__(0, name_filter(names.SPAN_RESUME)),
+            "on span events only",
+        ),
+        (
+            "tool_duplicates",
+            lambda s: s["filters"][1].update(value="true"),
+            "not a value the library emits",
+        ),
+        (
+            "tool_duplicates",
+            lambda s: s["filters"][0].update(value="langgraph.tool.call"),
+            "no span or event",
+        ),
+        (
+            "thread_growth",
+            lambda s: s["calculations"][0].update(column="langgraph.thread.checkpoint"),
+            "neither an emitted",
+        ),
+    ],
+)
+def test_query_validator_rejects_schema_and_tool_mistakes(
+    key: str, mutate: Any, expected: str
+) -> None:
+    spec = copy.deepcopy(queries()[key])
+    assert validate_query_spec(spec, key) == []
     mutate(spec)
     errors = validate_query_spec(spec, "mutated")
     assert any(expected in e for e in errors), errors
@@ -657,6 +829,15 @@ def _first_metric_query(dash: dict[str, Any], needle: str) -> dict[str, Any]:
         ),
         ("p95:langgraph.checkpoint.operation", "p95:", "p95:", None),
         ("checkpoint.resumes", "sum:", "p95:", "needs a distribution"),
+        ("p95:langgraph.checkpoint.thread.checkpoints", "p95:", "p95:", None),
+        (
+            "schema.mismatches",
+            "langgraph.schema.written_version,",
+            "langgraph.schema.version,",
+            "group-by",
+        ),
+        ("checkpoint.channel.written", ".as_count()", "", "should be read with .as_count()"),
+        ("checkpoint.channel.written", "sum:", "p95:", "needs a distribution"),
     ],
 )
 def test_dashboard_validator_rejects(needle: str, old: str, new: str, expected: str | None) -> None:

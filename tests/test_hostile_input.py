@@ -214,9 +214,9 @@ def test_two_1mb_thread_ids_that_differ_at_the_end_keep_separate_state(otel: OTe
 def test_copy_and_prune_attributes_are_guarded_and_bounded(value: Any, otel: OTel) -> None:
     from langgraph.checkpoint.otel.core.saver import _copy_thread, _delete_thread, _prune
 
-    for _, _, attributes in (
-        _copy_thread(value, value),
-        _delete_thread(value),
+    for attributes in (
+        _copy_thread(value, value)[2],
+        _delete_thread(value)[2],
         _prune([value], value),
     ):
         for attribute in attributes.values():

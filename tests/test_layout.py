@@ -1,5 +1,5 @@
-"""The package's layers, bottom to top: the base modules (`names`, `options`, `bounded`),
-`analysis` (pure logic), `core` (the wrapper), the public API of the package root
+"""The package's layers, bottom to top: the base modules (`names`, `options`, `bounded`,
+`migrations`), `analysis` (pure logic), `core` (the wrapper), the public API of the package root
 (`instrument`, ...), `tools` (inspector, demo, harness, OTLP files) built on it, and
 `__main__` (the inspector's launcher). No module imports a layer above its own."""
 
@@ -66,6 +66,7 @@ def test_every_module_is_in_a_layer() -> None:
         "__main__.py",
         "names.py",
         "options.py",
+        "migrations.py",
         "bounded.py",
         "py.typed",
         "analysis",

@@ -17,6 +17,7 @@ from langgraph.types import Command, Send, interrupt
 import graphs
 from helpers import OTel
 from langgraph.checkpoint.otel import instrument, names, stored_history
+from langgraph.checkpoint.otel.analysis.records import is_state_channel, tool_call_key
 from spantree import render
 
 
@@ -130,14 +131,55 @@ def test_put_span_attributes_and_channel_events(otel: OTel) -> None:
     meta = stored_history(saver, config("thread-a"), limit=1)[0].metadata[names.METADATA_KEY]
     assert attrs[names.STATE_HASH] == meta["state_hash"]
     assert attrs[names.SIZE_BYTES] == sum(size for _, size in meta["channels"].values())
-    events = {e.attributes["langgraph.channel.name"]: e.attributes for e in last.events}
+    events = {
+        e.attributes[names.CHANNEL_NAME]: e.attributes
+        for e in last.events
+        if e.name == names.EVENT_CHANNEL
+    }
     assert events["messages"][names.CHANNEL_HASH] == meta["channels"]["messages"][0]
     assert events["messages"][names.CHANNEL_SUMMARY] == "+1 message: ai"
     assert attrs[names.WRITTEN_BYTES] == sum(e[names.CHANNEL_SIZE_BYTES] for e in events.values())
     first_agent_put = puts[2]
-    summary = {e.attributes[names.CHANNEL_NAME]: e.attributes for e in first_agent_put.events}
+    summary = {
+        e.attributes[names.CHANNEL_NAME]: e.attributes
+        for e in first_agent_put.events
+        if e.name == names.EVENT_CHANNEL
+    }
     assert summary["messages"][names.CHANNEL_SUMMARY] == "+1 message: ai(tool_calls=search)"
     assert summary["count"][names.CHANNEL_SUMMARY] == "int"
+    # the put that holds the tool call names it with its idempotency key; no other put does
+    tool_calls = [
+        (put.attributes[names.CHECKPOINT_ID], dict(e.attributes))
+        for put in puts
+        for e in put.events
+        if e.name == names.EVENT_TOOL_CALL
+    ]
+    request = stored_history(saver, config("thread-a"))[-3].checkpoint["channel_values"]
+    ai = request["messages"][-1]
+    assert ai.tool_calls[0]["name"] == "search"
+    assert tool_calls == [
+        (
+            first_agent_put.attributes[names.CHECKPOINT_ID],
+            {
+                names.TOOL_NAME: "search",
+                names.TOOL_CALL_ID: ai.tool_calls[0]["id"],
+                names.TOOL_IDEMPOTENCY_KEY: tool_call_key("search", ai.tool_calls[0]["args"]),
+            },
+        )
+    ]
+    # growth: the line of checkpoints so far, and the largest channel
+    assert [p.attributes[names.THREAD_CHECKPOINTS] for p in puts] == list(range(1, len(puts) + 1))
+    written = [p.attributes[names.WRITTEN_BYTES] for p in puts]
+    assert [p.attributes[names.THREAD_WRITTEN_BYTES] for p in puts] == [
+        sum(written[: i + 1]) for i in range(len(puts))
+    ]
+    assert (
+        attrs[names.LARGEST_CHANNEL]
+        == max(
+            (size, name) for name, (_, size) in meta["channels"].items() if is_state_channel(name)
+        )[1]
+    )
+    assert meta["lineage"] == [len(puts), sum(written)]
 
 
 def test_no_content_in_telemetry(otel: OTel) -> None:

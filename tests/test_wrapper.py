@@ -187,6 +187,29 @@ def test_inner_saver_exception_propagates_as_the_same_object(otel: OTel) -> None
     ]
 
 
+class UnreadableSaver(InMemorySaver):
+    """A real InMemorySaver whose loads fail (a database that went away)."""
+
+    def get_tuple(self, config: Any) -> Any:
+        raise DiskFull("gone")
+
+
+def test_a_failing_load_ends_the_run_and_leaves_no_span_current(otel: OTel) -> None:
+    from opentelemetry import trace
+
+    saver = instrument(UnreadableSaver(), tracer_provider=otel.tracer_provider)
+    for _ in range(2):
+        with pytest.raises(DiskFull):
+            counter_graph(saver).invoke({"n": 0}, config())
+        # the loop never entered, so never exits: the library ended its run span itself
+        assert not trace.get_current_span().get_span_context().is_valid
+    runs = [s for s in otel.spans() if s.name == names.SPAN_RUN]
+    assert len(runs) == 2  # two traces, not the second run inside the first
+    assert all(r.attributes[names.RUN_OUTCOME] == "error" for r in runs)
+    assert {r.attributes[names.ERROR_TYPE] for r in runs} == {"DiskFull"}
+    assert saver.observer.cache_sizes()["runs"] == 0  # type: ignore[attr-defined]
+
+
 class RaisingExporter(SpanExporter):
     def export(self, spans: Sequence[Any]) -> SpanExportResult:
         raise RuntimeError("exporter")
@@ -246,7 +269,7 @@ def test_with_telemetry_off_the_run_loop_is_left_alone(monkeypatch: pytest.Monke
 
     watched: list[Any] = []
     monkeypatch.setattr(
-        pregel_signals.LoopRun, "watch_steps", lambda self, fault: watched.append(1)
+        pregel_signals.LoopRun, "watch_steps", lambda self, *args: watched.append(1)
     )
     counter_graph(instrument(InMemorySaver(), enabled=False)).invoke({"n": 0}, config())
     assert watched == []

@@ -22,6 +22,11 @@ SPAN_PRUNE: Final = "langgraph.checkpoint.prune"
 SPAN_GET_DELTA_CHANNEL_HISTORY: Final = "langgraph.checkpoint.get_delta_channel_history"
 SPAN_RUN: Final = "langgraph.run"
 """A graph run, opened by the library where no span is current when the run starts."""
+SPAN_MIGRATE: Final = "langgraph.schema.migrate"
+"""One schema migration applied to the checkpoint a run resumes (see `schema.Migrations`)."""
+SPAN_TOOL_START: Final = "langgraph.tool.start"
+"""A side-effecting tool starting (the `record_tool_start` helper): ended and
+flushed before the tool's body runs, so it is exported even when the process dies inside it."""
 
 # --- common attributes ------------------------------------------------------------------------
 THREAD_ID: Final = "langgraph.thread_id"
@@ -54,6 +59,40 @@ STATE_HASH: Final = "langgraph.checkpoint.state_hash"
 SIZE_BYTES: Final = "langgraph.checkpoint.size_bytes"
 WRITTEN_BYTES: Final = "langgraph.checkpoint.written_bytes"
 
+# --- growth (put) -----------------------------------------------------------------------------
+THREAD_CHECKPOINTS: Final = "langgraph.thread.checkpoints"
+"""Checkpoints in this checkpoint's line of ancestors, itself included (continued from the
+parent's stored telemetry, across processes); absent when the parent's count is unknown."""
+THREAD_WRITTEN_BYTES: Final = "langgraph.thread.written_bytes"
+"""`written_bytes` summed over the same line of checkpoints."""
+LARGEST_CHANNEL: Final = "langgraph.checkpoint.largest_channel"
+"""The state channel with the largest serialized size in this checkpoint."""
+LARGEST_CHANNEL_SIZE_BYTES: Final = "langgraph.checkpoint.largest_channel.size_bytes"
+
+# --- schema versions --------------------------------------------------------------------------
+SCHEMA_VERSION: Final = "langgraph.schema.version"
+"""The application's declared state schema version (option `schema_version`), on puts and
+resumes, when set."""
+EVENT_SCHEMA_MISMATCH: Final = "langgraph.schema.mismatch"
+"""On a resume span: the loaded checkpoint was written under another schema version."""
+SCHEMA_WRITTEN_VERSION: Final = "langgraph.schema.written_version"
+SCHEMA_RUNNING_VERSION: Final = "langgraph.schema.running_version"
+UNVERSIONED: Final = "unversioned"
+"""The version value of a checkpoint written (or a run running) without `schema_version`."""
+MIGRATION_FROM: Final = "langgraph.schema.migration.from"
+MIGRATION_TO: Final = "langgraph.schema.migration.to"
+
+# --- tool calls -------------------------------------------------------------------------------
+EVENT_TOOL_CALL: Final = "langgraph.tool_call"
+"""On a put span: one per tool call first requested in the checkpoint's new messages."""
+TOOL_NAME: Final = "gen_ai.tool.name"
+TOOL_CALL_ID: Final = "gen_ai.tool.call.id"
+TOOL_IDEMPOTENCY_KEY: Final = "langgraph.tool.idempotency_key"
+"""Tool name + canonical hash of the arguments: the same across runs, processes and hosts."""
+TOOL_RETRY: Final = "langgraph.tool.retry"
+"""On `langgraph.tool.start`: the call was requested, but not answered, in the checkpoint a
+crash or error resume loaded (its side effect may already have run)."""
+
 EVENT_CHANNEL: Final = "langgraph.channel"
 CHANNEL_NAME: Final = "langgraph.channel.name"
 CHANNEL_HASH: Final = "langgraph.channel.hash"
@@ -76,6 +115,10 @@ SOURCE_THREAD_ID: Final = "langgraph.copy.source_thread_id"
 TARGET_THREAD_ID: Final = "langgraph.copy.target_thread_id"
 THREAD_COUNT: Final = "langgraph.prune.thread_count"
 PRUNE_STRATEGY: Final = "langgraph.prune.strategy"
+PRUNE_CHECKPOINTS_BEFORE: Final = "langgraph.prune.checkpoints_before"
+PRUNE_CHECKPOINTS_REMOVED: Final = "langgraph.prune.checkpoints_removed"
+"""Checkpoints of the pruned threads (all namespaces) before the call, and how many it removed
+(counted by listing the threads before and after; set when the span is recording)."""
 
 # --- resume (issue: resume lineage) -----------------------------------------------------------
 RESUME_KIND: Final = "langgraph.resume.kind"
@@ -107,6 +150,16 @@ METRIC_CHANNEL_SIZE: Final = "langgraph.checkpoint.channel.size"
 METRIC_RESUMES: Final = "langgraph.checkpoint.resumes"
 METRIC_DIVERGENCES: Final = "langgraph.checkpoint.divergences"
 METRIC_TASK_OUTCOMES: Final = "langgraph.checkpoint.task.outcomes"
+METRIC_CHANNEL_WRITTEN: Final = "langgraph.checkpoint.channel.written"
+"""Counter, By: serialized bytes written per changed channel (attribute: channel name only)."""
+METRIC_THREAD_CHECKPOINTS: Final = "langgraph.checkpoint.thread.checkpoints"
+"""Histogram: a thread's `langgraph.thread.checkpoints` at the last put of each run (one sample
+per run, no thread id)."""
+METRIC_THREAD_WRITTEN: Final = "langgraph.checkpoint.thread.written"
+"""Histogram, By: a thread's `langgraph.thread.written_bytes` at the last put of each run."""
+METRIC_SCHEMA_MISMATCHES: Final = "langgraph.checkpoint.schema.mismatches"
+"""Counter: resumes of a checkpoint written under another schema version (attributes: the
+written and running versions, which the application declares)."""
 
 # --- checkpoint metadata written by the wrapper -----------------------------------------------
 METADATA_KEY: Final = "otel"
@@ -119,6 +172,10 @@ META_NODES: Final = "nodes"
 """the nodes whose writes the checkpoint applies (as on the put span)."""
 META_RESUME: Final = "resume"
 """{"kind", "from"} on the first checkpoint a resumed run wrote."""
+META_SCHEMA: Final = "schema"
+"""The `schema_version` the checkpoint was written under (absent: unversioned)."""
+META_LINEAGE: Final = "lineage"
+"""[checkpoints, written_bytes] of the checkpoint's line of ancestors, itself included."""
 META_CARRIER_KEYS: Final = ("traceparent", "tracestate")
 """W3C trace context of the put span that wrote the checkpoint (never baggage)."""
 META_FORMAT_VERSION: Final = 2

@@ -11,10 +11,12 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from langgraph.checkpoint.otel.migrations import Migrations
+
 logger = logging.getLogger("langgraph.checkpoint.otel")
 
 ENV_PREFIX = "LANGGRAPH_OTEL_"
-CODE_ONLY = frozenset({"redact", "on_divergence", "divergence"})
+CODE_ONLY = frozenset({"redact", "on_divergence", "divergence", "migrations"})
 """Options that are objects and can only be given in code, not as environment variables."""
 
 INSTRUMENT_PARAMETERS = ("tracer_provider", "meter_provider")
@@ -142,6 +144,16 @@ class InstrumentOptions(BaseModel):
 
     messages_channel: str = "messages"
     """The channel holding LangChain messages, read for tool calls."""
+
+    schema_version: str | None = Field(default=None, min_length=1, max_length=64)
+    """The application's state schema version, recorded on every put (span attribute and
+    stored telemetry). A run resuming a checkpoint written under another version gets a
+    `langgraph.schema.mismatch` event on its resume span and is counted."""
+
+    migrations: Migrations | None = None
+    """Declared migrations between schema versions (`Migrations`), applied to the checkpoint a
+    run resumes when it was written under another `schema_version`; a version with no path to
+    the running one fails the run with `SchemaMigrationError`."""
 
     @classmethod
     def load(

@@ -9,7 +9,9 @@ point in one branch against the i-th in the other):
 - `trajectory`: the nodes, or the tool calls, of a step differ: the run took another path. Only
   the first departure is reported; after it the branches are no longer comparable.
 - `duplicate_tool_call`: a tool call whose idempotency key (name + argument hash) had already
-  been answered before the resume is answered again: the side effect ran twice.
+  been answered before the resume is answered again: the side effect ran twice. (The
+  inspector reports it from spans too: a side effect whose ``langgraph.tool.start`` record,
+  `record_tool_start`, is in two traces, also when the first run died inside the tool.)
 
 The online wrapper, the offline `divergences()` and the resume harness all use these.
 """
@@ -55,6 +57,9 @@ class Finding(BaseModel):
     expected: str | None = None
     """Hash, node names or tool name(s) of the reference branch; never content."""
     actual: str | None = None
+    traces: tuple[str, ...] = ()
+    """Traces (32 hex digits) that started the side effect, oldest first: set on the
+    `duplicate_tool_call` findings read from ``langgraph.tool.start`` spans."""
 
 
 @dataclass(slots=True)
@@ -167,14 +172,21 @@ def _finding(
     kind: DivergenceKind,
     reference: CheckpointRecord,
     revealed_by: CheckpointRecord,
-    **fields: str | None,
+    *,
+    node: str | None = None,
+    channel: str | None = None,
+    expected: str | None = None,
+    actual: str | None = None,
 ) -> Finding:
     return Finding(
         kind=kind,
         step=revealed_by.step,
         checkpoint_id=revealed_by.checkpoint_id,
         reference_checkpoint_id=reference.checkpoint_id,
-        **fields,
+        node=node,
+        channel=channel,
+        expected=expected,
+        actual=actual,
     )
 
 

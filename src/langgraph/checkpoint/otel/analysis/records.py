@@ -137,6 +137,10 @@ class StoredTelemetry:
     """W3C trace context of the put span that wrote the checkpoint."""
     resume: tuple[str, str] | None = None
     """(kind, from checkpoint id) on the first checkpoint a resumed run wrote."""
+    schema_version: str | None = None
+    """The application's `schema_version` when the checkpoint was written (None: unversioned)."""
+    lineage: tuple[int, int] | None = None
+    """(checkpoints, written bytes) of the checkpoint's line of ancestors, itself included."""
 
     def to_metadata(self) -> dict[str, Any]:
         """The JSON-compatible value stored under `names.METADATA_KEY`."""
@@ -149,6 +153,10 @@ class StoredTelemetry:
         value[names.META_NODES] = list(self.nodes)
         if self.resume is not None:
             value[names.META_RESUME] = {"kind": self.resume[0], "from": self.resume[1]}
+        if self.schema_version is not None:
+            value[names.META_SCHEMA] = self.schema_version
+        if self.lineage is not None:
+            value[names.META_LINEAGE] = list(self.lineage)
         value.update(self.carrier)
         return value
 
@@ -189,9 +197,26 @@ def read_stored_telemetry(metadata: Mapping[str, Any] | None) -> StoredTelemetry
         kind, origin = raw_resume.get("kind"), raw_resume.get("from")
         if isinstance(kind, str) and isinstance(origin, str):
             resume = (kind, origin)
+    schema_version = value.get(names.META_SCHEMA)
     return StoredTelemetry(
-        state_hash if isinstance(state_hash, str) else None, channels, nodes, carrier, resume
+        state_hash if isinstance(state_hash, str) else None,
+        channels,
+        nodes,
+        carrier,
+        resume,
+        schema_version if isinstance(schema_version, str) else None,
+        _lineage_entry(value.get(names.META_LINEAGE)),
     )
+
+
+def _lineage_entry(pair: Any) -> tuple[int, int] | None:
+    """A stored ``[checkpoints, written_bytes]`` pair, or None when malformed."""
+    if not isinstance(pair, list | tuple) or len(pair) != 2:
+        return None
+    count, written = pair
+    if type(count) is not int or type(written) is not int or count < 1 or written < 0:
+        return None
+    return count, written
 
 
 def _channel_entry(pair: Any) -> tuple[str, int] | None:
@@ -222,6 +247,8 @@ _STORED_KEYS = frozenset(
         names.META_CHANNELS,
         names.META_NODES,
         names.META_RESUME,
+        names.META_SCHEMA,
+        names.META_LINEAGE,
         *names.META_CARRIER_KEYS,
     }
 )
@@ -350,6 +377,30 @@ def message_tool_activity(
         name = str(getattr(message, "name", None) or (request.name if request else ""))
         answered.append(request or ToolCall(name, f"{name}:?"))
     return tuple(requested), tuple(answered)
+
+
+def requested_tool_calls(messages: Iterable[Any]) -> list[tuple[str, ToolCall]]:
+    """(model-issued call id, call) for each tool call the AI messages among `messages`
+    request, in order (a call without an id has id "")."""
+    return [
+        (bounded_text(call.get("id") or ""), _tool_call(call))
+        for message in messages
+        for call in _requested_calls(message)
+    ]
+
+
+def last_tool_requests(messages: Sequence[Any]) -> tuple[list[tuple[str, ToolCall]], set[str]]:
+    """The calls the last AI message that requests tools asks for, as in
+    `requested_tool_calls`, and the ids among them that a later tool message answers (read
+    from the newest message backwards: the cost follows the messages since that request)."""
+    answered: set[str] = set()
+    for message in reversed(messages):
+        if getattr(message, "type", None) == "tool":
+            answered.add(bounded_text(getattr(message, "tool_call_id", "") or ""))
+        elif _requested_calls(message):
+            calls = requested_tool_calls([message])
+            return calls, {call_id for call_id, _ in calls if call_id in answered}
+    return [], set()
 
 
 def _requested_calls(message: Any) -> list[Mapping[str, Any]]:

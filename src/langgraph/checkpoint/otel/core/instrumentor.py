@@ -7,6 +7,11 @@
 or, with no code at all, ``opentelemetry-instrument python app.py`` (entry point
 ``langgraph_checkpoint`` in the ``opentelemetry_instrumentor`` group).
 
+It also adds a `tool_spans.ToolKeySpanProcessor` to the (SDK) tracer provider it instruments,
+once per provider, so the tool spans of the official GenAI and OpenInference LangChain
+instrumentations carry the tool call's idempotency key (it stays after ``uninstrument()``:
+an SDK provider cannot remove a span processor).
+
 While active, the instrumentor patches the two places where a LangGraph application hands a
 checkpointer to LangGraph:
 
@@ -41,6 +46,7 @@ from opentelemetry.trace import TracerProvider
 from wrapt import wrap_function_wrapper
 
 from langgraph.checkpoint.otel.core.telemetry import warn_if_export_blocks
+from langgraph.checkpoint.otel.core.tool_spans import add_tool_key_processor
 from langgraph.checkpoint.otel.options import InstrumentOptions
 
 __all__ = ["LangGraphCheckpointInstrumentor"]
@@ -72,6 +78,7 @@ class LangGraphCheckpointInstrumentor(BaseInstrumentor):  # type: ignore[misc]
         meter_provider: MeterProvider | None = kwargs.pop("meter_provider", None)
         if InstrumentOptions.load(kwargs).enabled:  # a bad option fails here, not in a run
             warn_if_export_blocks(tracer_provider)
+            add_tool_key_processor(tracer_provider)  # once per provider; never raises
         replace = _SaverReplacer(tracer_provider, meter_provider, dict(kwargs))
         wrap_function_wrapper(_STATE_MODULE, "StateGraph.compile", _compile_wrapper(replace))
         wrap_function_wrapper(_FUNC_MODULE, "entrypoint.__init__", _entrypoint_wrapper(replace))

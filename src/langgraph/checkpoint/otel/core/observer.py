@@ -10,7 +10,7 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from types import FrameType
@@ -46,8 +46,10 @@ from langgraph.checkpoint.otel.analysis.records import (
     bounded_text,
     is_state_channel,
     key_text,
+    last_tool_requests,
     node_of_task,
     read_stored_telemetry,
+    requested_tool_calls,
     send_targets,
     stored_nodes,
     task_outcome,
@@ -56,6 +58,7 @@ from langgraph.checkpoint.otel.analysis.summary import summarize
 from langgraph.checkpoint.otel.bounded import BoundedDict
 from langgraph.checkpoint.otel.core.pregel_signals import LoopRun, RunOutcome, update_node
 from langgraph.checkpoint.otel.core.telemetry import Operation, RunTrace, Telemetry
+from langgraph.checkpoint.otel.core.tool_registry import TOOL_CALLS
 from langgraph.checkpoint.otel.core.watch import DivergenceWatch, ReferenceWalk
 from langgraph.checkpoint.otel.options import InstrumentOptions
 
@@ -76,6 +79,9 @@ class _Run:
     task_outcomes: Counter[tuple[str, str]] = field(default_factory=Counter)
     """(node, outcome) -> pending-write calls, added to `task.outcomes` when the run ends (one
     measurement per pair instead of one per call)."""
+    lineage: Lineage | None = None
+    """The thread's line at the run's last put, recorded when the run ends."""
+    ended: bool = False
 
 
 @dataclass(slots=True)
@@ -96,7 +102,28 @@ class PutCall(InnerCall):
     """A put in progress: `metadata` is what the inner saver must store."""
 
     metadata: CheckpointMetadata
+    new_versions: ChannelVersions
+    """What the inner saver must store as new channel versions (a migration adds some)."""
     findings: list[Finding] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class PruneCall:
+    """A prune in progress: the saver sets `before` and `after` (checkpoints of the threads)
+    when `counting`, and times the inner call alone with `inner()`."""
+
+    op: Operation | None = None
+    counting: bool = False
+    before: int | None = None
+    after: int | None = None
+
+    def inner(self) -> AbstractContextManager[None]:
+        """Time the inner prune (the counting is the library's own time)."""
+        return self.op.inner() if self.op is not None else nullcontext()
+
+
+PRUNE_COUNT_LIMIT = 10_000
+"""Checkpoints a prune span counts at most before and after (beyond: not reported)."""
 
 
 @dataclass(slots=True)
@@ -120,7 +147,12 @@ class LoadCall:
     config: RunnableConfig | None = None
     walk: ReferenceWalk | None = None
     """After a fork: the reference-branch reads the saver must drive (see `watch`)."""
+    migration: tuple[str, str] | None = None
+    """(written, running) schema versions when the loaded checkpoint must be migrated."""
     _finish: Callable[[LoadCall, Any, Any], None] | None = field(default=None, repr=False)
+    _migrate: Callable[[LoadCall, CheckpointTuple, NextVersion], CheckpointTuple] | None = field(
+        default=None, repr=False
+    )
     _started: float = 0.0
     """When the inner load began (the operation's duration is the inner calls' alone)."""
 
@@ -129,13 +161,22 @@ class LoadCall:
         """Whether the saver should also pass the thread's latest checkpoint to `done`."""
         return self.op is not None and self.run is not None and self.run.explicit_checkpoint
 
-    def done(self, result: Any, latest: Any = None) -> Any:
-        """Report the loaded checkpoint (if any) and return it unchanged."""
+    def done(self, result: Any, latest: Any = None, next_version: NextVersion | None = None) -> Any:
+        """Report the loaded checkpoint (if any) and return it: unchanged, or migrated to the
+        running schema version (see `migrations`; `next_version` is the inner saver's).
+
+        Raises `SchemaMigrationError` when a declared migration cannot be applied."""
         if self.op is not None:
             self.op.inner_since(self._started)
             if self._finish is not None:
                 self.op.telemetry.guard("describe load", self._finish, self, result, latest)
+            if self.migration is not None and self._migrate is not None and next_version:
+                return self._migrate(self, result, next_version)
         return result
+
+
+NextVersion = Callable[[Any, None], Any]
+"""A saver's `get_next_version`."""
 
 
 def latest_config(config: RunnableConfig) -> RunnableConfig:
@@ -205,6 +246,14 @@ class CheckpointObserver:
             options.hash_cache_size
         )
         self._runs: BoundedDict[Scope, _Run] = BoundedDict(options.hash_cache_size)
+        self._migrated: BoundedDict[Scope, dict[str, Any]] = BoundedDict(options.hash_cache_size)
+        """scope -> channels a migration changed (and their new versions), until the next put
+        stores them."""
+        self._lineages: BoundedDict[Scope, dict[str, Lineage]] = BoundedDict(
+            options.hash_cache_size
+        )
+        """scope -> checkpoint id -> its line (checkpoints, written bytes), for the last
+        checkpoints put or loaded."""
         self._watch = DivergenceWatch(options.divergence, messages_channel=options.messages_channel)
 
     def forget_threads(self, thread_ids: Iterable[Any]) -> None:
@@ -215,7 +264,13 @@ class CheckpointObserver:
             return isinstance(scope, tuple) and bool(scope) and scope[0] in gone
 
         with self._lock:
-            for cache in (self._last_put, self._writers, self._resumed_from):
+            for cache in (
+                self._last_put,
+                self._writers,
+                self._resumed_from,
+                self._lineages,
+                self._migrated,
+            ):
                 cache.evict(stale)
             self._watch.forget(stale)
         self._hasher.forget(stale)
@@ -227,6 +282,7 @@ class CheckpointObserver:
                 "last_put": len(self._last_put),
                 "writers": sum(map(len, self._writers.values())),
                 "resumed_from": len(self._resumed_from),
+                "lineages": sum(map(len, self._lineages.values())),
                 "runs": len(self._runs),
                 "watch_sessions": self._watch.session_count(),
             }
@@ -247,7 +303,7 @@ class CheckpointObserver:
         new_versions: ChannelVersions,
     ) -> Iterator[PutCall]:
         """Observe one checkpoint write; yields the metadata to store."""
-        call = PutCall(metadata=metadata)
+        call = PutCall(metadata=metadata, new_versions=new_versions)
         if not self.active():
             yield call
             return
@@ -256,6 +312,8 @@ class CheckpointObserver:
         attributes[names.CHECKPOINT_ID] = bounded_text(checkpoint.get("id", ""))
         scope = _scope(config)
         run = self._run_trace(scope)
+        if self._migrated:
+            self.telemetry.guard("store migrated", self._store_migrated, call, scope, checkpoint)
         with self.telemetry.operation(names.SPAN_PUT, "put", attributes, run=run) as op:
             self.telemetry.guard(
                 "describe put",
@@ -273,6 +331,17 @@ class CheckpointObserver:
             if call.findings and self.options.on_divergence is not None:
                 for finding in call.findings:
                     self.options.on_divergence(finding)
+
+    def _store_migrated(self, call: PutCall, scope: Scope, checkpoint: Checkpoint) -> None:
+        """The first put after a migration also stores the channels it changed (at the new
+        versions the loaded checkpoint was given, unless the run changed them since)."""
+        with self._lock:
+            migrated = self._migrated.pop(scope, None)
+        if not migrated:
+            return
+        versions = checkpoint.get("channel_versions") or {}
+        extra = {c: v for c, v in migrated.items() if versions.get(c) == v}
+        call.new_versions = {**extra, **call.new_versions}
 
     def _describe_put(
         self,
@@ -302,6 +371,9 @@ class CheckpointObserver:
             resumed_from = self._resumed_from.pop(scope, None)
         if resumed_from is not None:
             attributes[names.RESUME_FROM_CHECKPOINT_ID] = bounded_text(resumed_from[1])
+        schema_version = self.options.schema_version
+        if schema_version is not None:
+            attributes[names.SCHEMA_VERSION] = schema_version
 
         digest: StateDigest | None = None
         if op.recording or self.telemetry.metrics_recording():
@@ -316,12 +388,16 @@ class CheckpointObserver:
             )
         state_hash: str | None = None
         channel_digests: dict[str, tuple[str, int]] = {}
+        lineage: tuple[int, int] | None = None
         if digest is not None:
             attributes[names.STATE_HASH] = digest.state_hash
             attributes[names.SIZE_BYTES] = digest.size_bytes
             attributes[names.WRITTEN_BYTES] = digest.written_bytes
+            lineage = self._grow(scope, checkpoint, parent_id, digest, attributes)
             state_changes = [c for c in digest.changed if is_state_channel(c)]
             self._channel_events(op, digest, state_changes, values)
+            if op.recording:
+                self._tool_call_events(op, digest, values, parent_id is None)
             self.telemetry.record_sizes(
                 digest.size_bytes, [(c, digest.channels[c].size) for c in state_changes]
             )
@@ -334,15 +410,84 @@ class CheckpointObserver:
             self._report_findings(op, call.findings)
         op.set(attributes)
         context = op.trace_context()
-        if (state_hash or context) and not _user_claims_metadata_key(config, metadata):
+        if (state_hash or context or lineage or schema_version) and not _user_claims_metadata_key(
+            config, metadata
+        ):
             stored = StoredTelemetry(
                 state_hash,
                 channel_digests,
                 tuple(nodes),
                 context.carrier() if context else {},
                 resumed_from,
+                schema_version,
+                lineage,
             )
             call.metadata = {**metadata, names.METADATA_KEY: stored.to_metadata()}  # type: ignore[typeddict-unknown-key]
+
+    def _grow(
+        self,
+        scope: Scope,
+        checkpoint: Checkpoint,
+        parent_id: str | None,
+        digest: StateDigest,
+        attributes: dict[str, AttributeValue],
+    ) -> Lineage | None:
+        """The thread's line so far (continued from the parent's), and the largest channel."""
+        largest = max(
+            ((d.size, c) for c, d in digest.channels.items() if is_state_channel(c)),
+            default=None,
+        )
+        if largest is not None:
+            attributes[names.LARGEST_CHANNEL] = largest[1]
+            attributes[names.LARGEST_CHANNEL_SIZE_BYTES] = largest[0]
+        with self._lock:
+            parent = self._lineages.get(scope, {}).get(str(parent_id)) if parent_id else (0, 0)
+            if parent is None:
+                return None  # the parent's line is unknown (written without this library)
+            lineage = (parent[0] + 1, parent[1] + digest.written_bytes)
+            self._note_lineage(scope, str(checkpoint.get("id", "")), lineage)
+            run = self._runs.get(scope) if not scope[1] else None
+            if run is not None:
+                run.lineage = lineage
+        attributes[names.THREAD_CHECKPOINTS] = lineage[0]
+        attributes[names.THREAD_WRITTEN_BYTES] = lineage[1]
+        return lineage
+
+    def _note_lineage(self, scope: Scope, checkpoint_id: str, lineage: Lineage) -> None:
+        """Remember a checkpoint's line for its children (under `_lock`)."""
+        known = self._lineages.get(scope)
+        if known is None:
+            self._lineages[scope] = known = {}
+        known[checkpoint_id] = lineage
+        while len(known) > _LINEAGE_CHECKPOINTS:
+            del known[next(iter(known))]
+
+    def _tool_call_events(
+        self, op: Operation, digest: StateDigest, values: Mapping[str, Any], first: bool
+    ) -> None:
+        """One `langgraph.tool_call` event per tool call the new messages request (known only
+        where the hasher saw the channel's previous length, or on a thread's first put)."""
+        channel = self.options.messages_channel
+        messages = values.get(channel)
+        if channel not in digest.changed or not isinstance(messages, list):
+            return
+        previous = digest.previous.get(channel)
+        start = previous.count if previous is not None else (0 if first else None)
+        if start is None:
+            return
+        calls = requested_tool_calls(messages[start:])
+        if not calls:
+            return
+        TOOL_CALLS.note(calls)
+        for call_id, call in calls[: self.options.max_channel_events]:
+            op.event(
+                names.EVENT_TOOL_CALL,
+                {
+                    names.TOOL_NAME: bounded_text(call.name),
+                    names.TOOL_CALL_ID: call_id,
+                    names.TOOL_IDEMPOTENCY_KEY: bounded_text(call.key),
+                },
+            )
 
     def _watch_put(
         self,
@@ -539,17 +684,32 @@ class CheckpointObserver:
         run_trace = None
         if run is not None:
             run_trace = self.telemetry.guard("begin run", self._begin_run, config, run)
-        with self.telemetry.operation(
-            names.SPAN_GET, "get", config_attributes(config), run=run_trace
-        ) as op:
-            yield LoadCall(
-                op,
-                run.start if run else None,
-                run_trace,
-                config,
-                _finish=self._describe_load,
-                _started=time.perf_counter(),
-            )
+        try:
+            with self.telemetry.operation(
+                names.SPAN_GET, "get", config_attributes(config), run=run_trace
+            ) as op:
+                yield LoadCall(
+                    op,
+                    run.start if run else None,
+                    run_trace,
+                    config,
+                    _finish=self._describe_load,
+                    _migrate=self._apply_migrations,
+                    _started=time.perf_counter(),
+                )
+        except BaseException as exc:
+            # the loop's entry fails (the inner load, a migration): it never exits, so the
+            # run ends here, and its span stops being current
+            if run_trace is not None:
+                self.telemetry.guard("end run", self._abort_run, config, run_trace, exc)
+            raise
+
+    def _abort_run(self, config: RunnableConfig, trace: RunTrace, error: BaseException) -> None:
+        scope = _scope(config)
+        with self._lock:
+            run = self._runs.get(scope)
+        if run is not None and run.trace is trace:
+            self._end_run(scope, run, "error", error)
 
     def _begin_run(self, config: RunnableConfig, loop: LoopRun) -> RunTrace:
         """Open the run's trace and remember it for the spans of its (thread, namespace) until
@@ -572,7 +732,7 @@ class CheckpointObserver:
         run = _Run(trace, loop)
         with self._lock:
             self._runs[scope] = run
-        loop.watch_steps(self.telemetry.fault)
+        loop.watch_steps(self.telemetry.fault, self._note_step_tool_calls)
 
         def ended(outcome: RunOutcome, error: BaseException | None) -> None:
             self.telemetry.guard("end run", self._end_run, scope, run, outcome, error)
@@ -581,19 +741,40 @@ class CheckpointObserver:
             ended("finished", None)
         return trace
 
+    def _note_step_tool_calls(self, tasks: list[Any]) -> None:
+        """Note the tool calls a step's tasks request, before the next step runs the tools
+        (the step's checkpoint may be stored later: durability `async`)."""
+        channel = self.options.messages_channel
+        for task in tasks:
+            for write in getattr(task, "writes", None) or ():
+                if len(write) != 2 or write[0] != channel:
+                    continue
+                value = write[1]
+                messages = value if isinstance(value, list | tuple) else [value]
+                calls = requested_tool_calls(messages)
+                if calls:
+                    TOOL_CALLS.note(calls)
+
     def _end_run(
         self, scope: Scope, run: _Run, outcome: RunOutcome, error: BaseException | None
     ) -> None:
         with self._lock:
+            if run.ended:
+                return
+            run.ended = True
             if self._runs.get(scope) is run:
                 del self._runs[scope]
                 # what a run needs of its scope ends with it: the next run starts from what it
                 # loads, as a fresh process would
                 self._last_put.pop(scope, None)
                 self._writers.pop(scope, None)
+                self._lineages.pop(scope, None)
+                self._migrated.pop(scope, None)
             counts, run.task_outcomes = run.task_outcomes, Counter()
         for (node, kind), calls in counts.items():
             self.telemetry.count_task_outcome(node, kind, calls)
+        if run.lineage is not None:
+            self.telemetry.record_thread_growth(*run.lineage)
         self._hasher.release(scope)
         self.telemetry.end_run(run.trace, outcome, error)
 
@@ -609,8 +790,15 @@ class CheckpointObserver:
         if op is None or result is None:
             return
         attributes = _loaded_attributes(result)
-        if call.run is not None and call.config is not None and isinstance(result, CheckpointTuple):
-            stored = read_stored_telemetry(result.metadata)
+        if not isinstance(result, CheckpointTuple):
+            op.set(attributes)
+            return
+        stored = read_stored_telemetry(result.metadata)
+        scope = _scope(result.config)
+        if stored is not None and stored.lineage is not None:
+            with self._lock:
+                self._note_lineage(scope, str(result.checkpoint.get("id", "")), stored.lineage)
+        if call.run is not None and call.config is not None:
             resume = self._classify(call.run, result, latest, stored)
             op.rename(names.SPAN_RESUME, "resume")
             attributes.update(_resume_attributes(resume, result))
@@ -621,7 +809,8 @@ class CheckpointObserver:
                 attributes[names.RESUME_WRITER_SPAN_ID] = f"{writer.span_id:016x}"
             if call.run_trace is not None:
                 call.run_trace.set({names.RESUME_KIND: resume.kind})
-            scope = _scope(result.config)
+            call.migration = self._check_schema(op, stored, attributes)
+            self._note_tool_requests(scope, resume, result)
             with self._lock:
                 self._last_put[scope] = _seen(result.checkpoint)
                 self._watch.start(scope, resume, result)
@@ -632,10 +821,97 @@ class CheckpointObserver:
                     scope,
                     result.checkpoint.get("channel_values") or {},
                     result.checkpoint.get("channel_versions") or {},
-                    stored.channels if stored is not None else None,
+                    # a migrated checkpoint's values are not the ones its hashes describe
+                    stored.channels if stored is not None and not call.migration else None,
                 )
             self.telemetry.count_resume(resume.kind)
         op.set(attributes)
+
+    def _check_schema(
+        self, op: Operation, stored: StoredTelemetry | None, attributes: dict[str, AttributeValue]
+    ) -> tuple[str, str] | None:
+        """Report a resume of a checkpoint written under another schema version; the
+        (written, running) versions when declared migrations must be applied."""
+        running = self.options.schema_version
+        if running is not None:
+            attributes[names.SCHEMA_VERSION] = running
+        if stored is None:
+            return None  # written without this library, or with telemetry off: unknown
+        written = stored.schema_version or names.UNVERSIONED
+        running = running or names.UNVERSIONED
+        if written == running:
+            return None
+        op.event(
+            names.EVENT_SCHEMA_MISMATCH,
+            {names.SCHEMA_WRITTEN_VERSION: written, names.SCHEMA_RUNNING_VERSION: running},
+        )
+        self.telemetry.count_schema_mismatch(written, running)
+        return (written, running) if self.options.migrations is not None else None
+
+    def _apply_migrations(
+        self, call: LoadCall, loaded: CheckpointTuple, next_version: NextVersion
+    ) -> CheckpointTuple:
+        """The loaded checkpoint with the declared migrations applied, one span each.
+
+        The channels a migration changed get a new version (above every version in the
+        checkpoint), and the run's first put stores them as written, so the migrated values
+        persist instead of the stored ones. Raises `SchemaMigrationError`.
+        """
+        assert call.migration is not None and self.options.migrations is not None
+        written, running = call.migration
+        path = self.options.migrations.path(written, running)
+        checkpoint = loaded.checkpoint
+        values: dict[str, Any] = dict(checkpoint.get("channel_values") or {})
+        attributes = config_attributes(loaded.config)
+        for step in path:
+            span_attributes = {
+                **attributes,
+                names.MIGRATION_FROM: step.source,
+                names.MIGRATION_TO: step.target,
+            }
+            with self.telemetry.operation(
+                names.SPAN_MIGRATE, "migrate", span_attributes, run=call.run_trace
+            ):
+                values = step.apply(values)
+        original = checkpoint.get("channel_values") or {}
+        changed = sorted(c for c in values if c not in original or _differs(values[c], original[c]))
+        dropped = set(original) - set(values)
+        versions: dict[str, Any] = {
+            c: v for c, v in (checkpoint.get("channel_versions") or {}).items() if c not in dropped
+        }
+        if changed:
+            bumped = next_version(max(versions.values(), default=None), None)
+            versions.update(dict.fromkeys(changed, bumped))
+        scope = _scope(loaded.config)
+        self._hasher.forget(lambda key: key == scope)
+        with self._lock:
+            self._migrated[scope] = {c: versions[c] for c in changed}
+        migrated: Checkpoint = {
+            **checkpoint,
+            "channel_values": values,
+            "channel_versions": versions,
+        }
+        return CheckpointTuple(
+            loaded.config, migrated, loaded.metadata, loaded.parent_config, loaded.pending_writes
+        )
+
+    def _note_tool_requests(self, scope: Scope, resume: Resume, loaded: CheckpointTuple) -> None:
+        """Note the last tool calls the loaded state requests (for the resumed run's tool
+        spans) and, after a crash, error or interrupt, those never answered: in flight when
+        the last run stopped (their side effects may have run)."""
+        messages = (loaded.checkpoint.get("channel_values") or {}).get(
+            self.options.messages_channel
+        )
+        if not isinstance(messages, list):
+            return
+        calls, answered = last_tool_requests(messages)
+        TOOL_CALLS.note(calls)
+        in_flight = (
+            [bounded_text(call.key) for call_id, call in calls if call_id not in answered]
+            if resume.kind in _IN_FLIGHT_KINDS
+            else []
+        )
+        TOOL_CALLS.note_in_flight(scope[0], in_flight)
 
     @staticmethod
     def _classify(
@@ -700,10 +976,49 @@ class CheckpointObserver:
                 yield
         self.telemetry.guard("forget threads", self.forget_threads, forget)
 
+    @contextmanager
+    def pruning(
+        self, attributes: Mapping[str, AttributeValue], thread_ids: Sequence[Any]
+    ) -> Iterator[PruneCall]:
+        """Observe a prune; while the span records, the saver counts the threads'
+        checkpoints before and after (`PruneCall.counting`), reported as what was removed."""
+        call = PruneCall()
+        if not self.active():
+            yield call
+        else:
+            with self.telemetry.operation(names.SPAN_PRUNE, "prune", attributes) as op:
+                call.op = op
+                call.counting = op.recording
+                yield call
+                if call.before is not None and call.after is not None:
+                    op.set(
+                        {
+                            names.PRUNE_CHECKPOINTS_BEFORE: call.before,
+                            names.PRUNE_CHECKPOINTS_REMOVED: max(0, call.before - call.after),
+                        }
+                    )
+        self.telemetry.guard("forget threads", self.forget_threads, thread_ids)
+
 
 LINK_CHECKPOINT_WRITER = "checkpoint_writer"
+Lineage = tuple[int, int]
+"""(checkpoints, written bytes) of a checkpoint's line of ancestors, itself included."""
+_IN_FLIGHT_KINDS = frozenset({"crash", "error", "interrupt"})
+"""Resumes after which a tool call requested but not answered may already have run."""
+_LINEAGE_CHECKPOINTS = 4
+"""Checkpoints per scope whose lines are remembered for their children."""
 _WRITER_CHECKPOINTS = 16
 """Checkpoints per scope whose writers are remembered until a put applies them."""
+
+
+def _differs(new: Any, old: Any) -> bool:
+    """Whether a migrated channel value differs from the loaded one (unsure: it does)."""
+    if new is old:
+        return False
+    try:
+        return bool(new != old)
+    except Exception:
+        return True
 
 
 def _seen(checkpoint: Checkpoint) -> _SeenCheckpoint:

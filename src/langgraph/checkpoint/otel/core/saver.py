@@ -36,10 +36,12 @@ from langgraph.checkpoint.base import (
     DeltaChannelHistory,
 )
 from langgraph.checkpoint.serde.base import SerializerProtocol
+from opentelemetry.util.types import AttributeValue
 
 from langgraph.checkpoint.otel import names
 from langgraph.checkpoint.otel.analysis.records import bounded_text, without_stored_telemetry
 from langgraph.checkpoint.otel.core.observer import (
+    PRUNE_COUNT_LIMIT,
     CheckpointObserver,
     config_attributes,
     latest_config,
@@ -104,7 +106,7 @@ class InstrumentedSaver(BaseCheckpointSaver[Any]):
         with self.observer.load(config, run_start(sys._getframe(1))) as call:
             loaded = self.inner.get_tuple(config)
             latest = self.inner.get_tuple(latest_config(config)) if call.wants_latest else None
-            call.done(loaded, latest)
+            loaded = call.done(loaded, latest, self.inner.get_next_version)
             if call.walk is not None:
                 drive = self.observer.telemetry.guard
                 drive("read reference branch", _drive, call.walk, self.inner.get_tuple)
@@ -116,7 +118,7 @@ class InstrumentedSaver(BaseCheckpointSaver[Any]):
             latest = (
                 await self.inner.aget_tuple(latest_config(config)) if call.wants_latest else None
             )
-            call.done(loaded, latest)
+            loaded = call.done(loaded, latest, self.inner.get_next_version)
             if call.walk is not None:
                 try:
                     await _adrive(call.walk, self.inner.aget_tuple)
@@ -160,7 +162,7 @@ class InstrumentedSaver(BaseCheckpointSaver[Any]):
         with self.observer.put(config, checkpoint, metadata, new_versions) as call:
             started = time.perf_counter()
             try:
-                return self.inner.put(config, checkpoint, call.metadata, new_versions)
+                return self.inner.put(config, checkpoint, call.metadata, call.new_versions)
             finally:
                 call.inner_since(started)
 
@@ -174,7 +176,7 @@ class InstrumentedSaver(BaseCheckpointSaver[Any]):
         with self.observer.put(config, checkpoint, metadata, new_versions) as call:
             started = time.perf_counter()
             try:
-                return await self.inner.aput(config, checkpoint, call.metadata, new_versions)
+                return await self.inner.aput(config, checkpoint, call.metadata, call.new_versions)
             finally:
                 call.inner_since(started)
 
@@ -274,12 +276,26 @@ class _Capabilities:
             await self.inner.acopy_thread(source_thread_id, target_thread_id)
 
     def prune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
-        with self.observer.maintenance(*_prune(thread_ids, strategy), forget=thread_ids):
-            self.inner.prune(thread_ids, strategy=strategy)
+        with self.observer.pruning(_prune(thread_ids, strategy), thread_ids) as call:
+            call.before = _count(self.inner, thread_ids, self.observer) if call.counting else None
+            with call.inner():
+                self.inner.prune(thread_ids, strategy=strategy)
+            call.after = (
+                _count(self.inner, thread_ids, self.observer) if call.before is not None else None
+            )
 
     async def aprune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
-        with self.observer.maintenance(*_prune(thread_ids, strategy), forget=thread_ids):
-            await self.inner.aprune(thread_ids, strategy=strategy)
+        with self.observer.pruning(_prune(thread_ids, strategy), thread_ids) as call:
+            call.before = (
+                await _acount(self.inner, thread_ids, self.observer) if call.counting else None
+            )
+            with call.inner():
+                await self.inner.aprune(thread_ids, strategy=strategy)
+            call.after = (
+                await _acount(self.inner, thread_ids, self.observer)
+                if call.before is not None
+                else None
+            )
 
     def get_delta_channel_history(
         self, *, config: RunnableConfig, channels: Sequence[str]
@@ -338,9 +354,41 @@ def _copy_thread(source: str, target: str) -> Maintenance:
     return names.SPAN_COPY_THREAD, "copy_thread", attributes
 
 
-def _prune(thread_ids: Sequence[str], strategy: str) -> Maintenance:
-    attributes = {names.THREAD_COUNT: len(thread_ids), names.PRUNE_STRATEGY: bounded_text(strategy)}
-    return names.SPAN_PRUNE, "prune", attributes
+def _count(inner: Saver, thread_ids: Sequence[str], observer: CheckpointObserver) -> int | None:
+    """Checkpoints of the threads (every namespace), or None beyond `PRUNE_COUNT_LIMIT`
+    or when listing fails (the fault is logged; the prune goes on)."""
+    try:
+        total = 0
+        for thread_id in thread_ids:
+            for _ in inner.list({"configurable": {"thread_id": thread_id}}):
+                total += 1
+                if total > PRUNE_COUNT_LIMIT:
+                    return None
+        return total
+    except Exception as exc:
+        observer.telemetry.fault("count checkpoints", exc)
+        return None
+
+
+async def _acount(
+    inner: Saver, thread_ids: Sequence[str], observer: CheckpointObserver
+) -> int | None:
+    """`_count`, async."""
+    try:
+        total = 0
+        for thread_id in thread_ids:
+            async for _ in inner.alist({"configurable": {"thread_id": thread_id}}):
+                total += 1
+                if total > PRUNE_COUNT_LIMIT:
+                    return None
+        return total
+    except Exception as exc:
+        observer.telemetry.fault("count checkpoints", exc)
+        return None
+
+
+def _prune(thread_ids: Sequence[str], strategy: str) -> dict[str, AttributeValue]:
+    return {names.THREAD_COUNT: len(thread_ids), names.PRUNE_STRATEGY: bounded_text(strategy)}
 
 
 def _delta_history(config: RunnableConfig) -> Maintenance:

@@ -52,7 +52,11 @@ DURATION_BUCKETS: tuple[float, ...] = (
 )  # fmt: skip
 """Seconds: checkpointer calls take from tens of microseconds (in memory) to seconds."""
 SIZE_BUCKETS: tuple[float, ...] = tuple(float(4**k) for k in range(4, 16))
-"""Bytes: 256 B to 256 MiB in powers of 4."""
+"""Bytes: 256 B to 1 GiB in powers of 4."""
+CHECKPOINT_COUNT_BUCKETS: tuple[float, ...] = (
+    1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10_000, 20_000, 50_000, 100_000,
+)  # fmt: skip
+"""Checkpoints per thread."""
 
 _FAULTS_LOGGED: set[tuple[str, type[BaseException]]] = set()
 _FAULTS_LOCK = threading.Lock()
@@ -393,6 +397,28 @@ class Telemetry:
             unit="{task}",
             description="Pending-write calls by node and outcome.",
         )
+        self.channel_written = meter.create_counter(
+            names.METRIC_CHANNEL_WRITTEN,
+            unit="By",
+            description="Serialized bytes written per changed channel.",
+        )
+        self.thread_checkpoints = meter.create_histogram(
+            names.METRIC_THREAD_CHECKPOINTS,
+            unit="{checkpoint}",
+            description="Checkpoints in a thread's line at the last write of each run.",
+            explicit_bucket_boundaries_advisory=CHECKPOINT_COUNT_BUCKETS,
+        )
+        self.thread_written = meter.create_histogram(
+            names.METRIC_THREAD_WRITTEN,
+            unit="By",
+            description="Bytes written along a thread's line at the last write of each run.",
+            explicit_bucket_boundaries_advisory=SIZE_BUCKETS,
+        )
+        self.schema_mismatches = meter.create_counter(
+            names.METRIC_SCHEMA_MISMATCHES,
+            unit="{resume}",
+            description="Resumes of a checkpoint written under another schema version.",
+        )
 
     # --- fault handling ---------------------------------------------------------------------
 
@@ -514,13 +540,33 @@ class Telemetry:
     # --- measurements -----------------------------------------------------------------------
 
     def record_sizes(self, state_size: int, channel_sizes: Sequence[tuple[str, int]]) -> None:
-        """Record the state size and the size of each changed channel."""
+        """Record the state size, and the size of each changed channel (also counted as bytes
+        written to that channel)."""
         try:
             self.checkpoint_size.record(state_size, self._saver_attributes)
             for channel, size in channel_sizes:
-                self.channel_size.record(size, {names.CHANNEL_NAME: channel})
+                attributes = {names.CHANNEL_NAME: channel}
+                self.channel_size.record(size, attributes)
+                self.channel_written.add(size, attributes)
         except Exception as exc:
             self.fault("record size", exc)
+
+    def record_thread_growth(self, checkpoints: int, written_bytes: int) -> None:
+        """Record a thread's line (checkpoints, bytes written) as its run ends."""
+        try:
+            self.thread_checkpoints.record(checkpoints, self._saver_attributes)
+            self.thread_written.record(written_bytes, self._saver_attributes)
+        except Exception as exc:
+            self.fault("record thread growth", exc)
+
+    def count_schema_mismatch(self, written: str, running: str) -> None:
+        """Count one resume of a checkpoint written under schema version `written`."""
+        self.guard(
+            "count schema mismatch",
+            self.schema_mismatches.add,
+            1,
+            {names.SCHEMA_WRITTEN_VERSION: written, names.SCHEMA_RUNNING_VERSION: running},
+        )
 
     def count_resume(self, kind: str) -> None:
         """Count one resume by kind."""

@@ -165,6 +165,7 @@ def divergences(console: Console, view: Divergences) -> None:
         sources_line(console, view.source)
         return
     table = Table(title=f"divergences of {view.thread_id}", title_justify="left")
+    with_traces = any(f.traces for f in view.findings)
     for column in (
         "kind",
         "step",
@@ -174,6 +175,7 @@ def divergences(console: Console, view: Divergences) -> None:
         "channel",
         "expected",
         "actual",
+        *(("traces",) if with_traces else ()),
     ):
         table.add_column(column)
     shorts = short_ids(
@@ -190,6 +192,7 @@ def divergences(console: Console, view: Divergences) -> None:
             f.channel or "",
             (f.expected or "")[:16],
             (f.actual or "")[:16],
+            *(("\n".join(f.traces),) if with_traces else ()),
         )
     console.print(table)
     sources_line(console, view.source)

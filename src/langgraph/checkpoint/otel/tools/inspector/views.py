@@ -3,7 +3,8 @@
 From a saver: every stored checkpoint, with the wrapper's stored hashes, sizes, nodes and
 resume marks (computed where a checkpoint has none). From spans: the put spans' attributes
 and channel events, resume spans, and divergences flagged online. Given both, the saver gives
-the structure and the spans add timings, resume details and online findings.
+the structure and the spans add timings, resume details, online findings and the side
+effects started twice (`side_effects`).
 """
 
 from __future__ import annotations
@@ -48,6 +49,7 @@ from langgraph.checkpoint.otel.tools.inspector.model import (
     Threads,
     Timeline,
 )
+from langgraph.checkpoint.otel.tools.inspector.side_effects import side_effect_findings
 from langgraph.checkpoint.otel.tools.inspector.sources import SourceError, Sources
 from langgraph.checkpoint.otel.tools.otlp_json import SpanRecord
 
@@ -195,14 +197,16 @@ class ThreadData:
 
     @cached_property
     def findings(self) -> list[Finding]:
-        """Offline findings over the stored history, with those flagged online."""
+        """Offline findings over the stored history, with those flagged online and the side
+        effects started in two traces (`side_effects`)."""
         found = {
             (f.kind, f.checkpoint_id, f.channel, f.actual): f
             for f in divergences(self.records, self.policy)
         }
         for f in _online_findings(self.puts):
             found.setdefault((f.kind, f.checkpoint_id, f.channel, f.actual), f)
-        return sorted(found.values(), key=lambda f: (f.checkpoint_id, f.kind))
+        started_twice = side_effect_findings(self.spans, self.policy)
+        return sorted([*found.values(), *started_twice], key=lambda f: (f.checkpoint_id, f.kind))
 
     @cached_property
     def timeline(self) -> Timeline:

@@ -1,0 +1,49 @@
+"""Side effects started twice, read from the ``langgraph.tool.start`` spans of a thread.
+
+`record_tool_start` exports such a span before a side-effecting tool's body runs, so a run
+killed inside the tool leaves it behind even though no checkpoint records the call. The same
+idempotency key started in two or more traces (two runs: the killed one and its resume) is a
+`duplicate_tool_call` finding naming the traces (`expected`: the idempotency key, `actual`:
+the tool, the checkpoints: those the starts ran from, the latest and the first).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from langgraph.checkpoint.otel import names
+from langgraph.checkpoint.otel.analysis.divergence import Finding
+from langgraph.checkpoint.otel.options import DivergencePolicy
+from langgraph.checkpoint.otel.tools.otlp_json import SpanRecord
+
+
+def side_effect_findings(spans: Iterable[SpanRecord], policy: DivergencePolicy) -> list[Finding]:
+    """One finding per idempotency key whose tool start spans are in two or more traces."""
+    if "duplicate_tool_call" not in policy.detectors:
+        return []
+    by_key: dict[str, dict[str, SpanRecord]] = {}
+    starts = (s for s in spans if s.name == names.SPAN_TOOL_START)
+    for span in sorted(starts, key=lambda s: s.start_time_unix_nano):
+        key = span.attributes.get(names.TOOL_IDEMPOTENCY_KEY)
+        if key:
+            by_key.setdefault(str(key), {}).setdefault(span.trace_id, span)
+    findings = []
+    for key, first_by_trace in by_key.items():
+        if len(first_by_trace) < 2:
+            continue
+        first, *_, last = first_by_trace.values()
+        tool = str(last.attributes.get(names.TOOL_NAME, ""))
+        if tool in policy.repeatable_tools:
+            continue
+        findings.append(
+            Finding(
+                kind="duplicate_tool_call",
+                step=None,
+                checkpoint_id=str(last.attributes.get(names.CHECKPOINT_ID, "")),
+                reference_checkpoint_id=str(first.attributes.get(names.CHECKPOINT_ID, "")),
+                expected=key,
+                actual=tool,
+                traces=tuple(first_by_trace),
+            )
+        )
+    return findings
