@@ -509,7 +509,7 @@ def test_divergence_alert_fires_in_a_live_prometheus(
 
         # every exporter metric and label the rules name exists in Prometheus after this run
         metrics, labels = metric_references(rule_expressions())
-        # all instruments but the whole-state size and the per-channel written bytes
+        # all instruments but the whole-state size
         assert len(metrics) == 8, metrics
         names = set(prometheus.api("label/__name__/values"))
         seen_labels: set[str] = set()

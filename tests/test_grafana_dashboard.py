@@ -76,7 +76,6 @@ FAMILY_LABELS: dict[str, frozenset[str]] = {
     "langgraph_checkpoint_schema_mismatches_total": frozenset(
         {"langgraph_schema_written_version", "langgraph_schema_running_version"}
     ),
-    "langgraph_checkpoint_channel_written_bytes_total": frozenset({"langgraph_channel_name"}),
     "langgraph_checkpoint_thread_checkpoints": frozenset({"langgraph_saver"}),
     "langgraph_checkpoint_thread_written_bytes": frozenset({"langgraph_saver"}),
 }
@@ -328,10 +327,6 @@ GROWTH_PANELS = {
         "langgraph_checkpoint_schema_mismatches_total",
         {"langgraph_schema_written_version", "langgraph_schema_running_version"},
     ),
-    "Bytes written per channel": (
-        "langgraph_checkpoint_channel_written_bytes_total",
-        {"langgraph_channel_name"},
-    ),
     "Checkpoints per thread (at run end)": (
         "langgraph_checkpoint_thread_checkpoints_bucket",
         {"le", "langgraph_saver"},
@@ -341,6 +336,16 @@ GROWTH_PANELS = {
         {"le", "langgraph_saver"},
     ),
 }
+
+
+def row_panels(dashboard: dict[str, Any], title: str) -> list[str]:
+    """Titles of the panels between the row `title` and the next row (top-level panels)."""
+    top = dashboard["panels"]
+    start = next(i for i, p in enumerate(top) if p["type"] == "row" and p["title"] == title)
+    rows_y = sorted(p["gridPos"]["y"] for p in top if p["type"] == "row")
+    y0 = top[start]["gridPos"]["y"]
+    y1 = next((y for y in rows_y if y > y0), float("inf"))
+    return [p["title"] for p in top if p["type"] != "row" and y0 < p["gridPos"]["y"] < y1]
 
 
 def test_growth_panels_chart_the_new_metrics() -> None:
@@ -360,20 +365,35 @@ def test_growth_panels_chart_the_new_metrics() -> None:
                 f"histogram_quantile({q}" for q in ("0.5", "0.95", "0.99")
             ], title
             assert all('langgraph_saver=~"$saver"' in expr for expr in exprs), title
-    row = next(p for p in dashboard["panels"] if p["title"] == "Schema versions and thread growth")
-    below = [
-        p["title"]
-        for p in dashboard["panels"]
-        if p["type"] != "row" and row["gridPos"]["y"] < p["gridPos"]["y"] < row["gridPos"]["y"] + 17
-    ]
-    assert sorted(below) == sorted(GROWTH_PANELS)
+    assert sorted(row_panels(dashboard, "Schema versions and thread growth")) == sorted(
+        GROWTH_PANELS
+    )
     units = {title: panels[title]["fieldConfig"]["defaults"]["unit"] for title in GROWTH_PANELS}
     assert units == {
         "Schema mismatches on resume": "short",
-        "Bytes written per channel": "Bps",
         "Checkpoints per thread (at run end)": "short",
         "Bytes written per thread (at run end)": "bytes",
     }
+
+
+# Bytes written per channel: the channel-size histogram records each changed channel's size at
+# every write, so the rate of its _sum is the bytes written per second to that channel.
+CHANNEL_BYTES_PANEL = "Bytes written / s by channel (top 10)"
+CHANNEL_BYTES_EXPR = (
+    "topk(10, sum by (langgraph_channel_name) "
+    '(rate(langgraph_checkpoint_channel_size_bytes_sum{job=~"$service"}[$__rate_interval])))'
+)
+
+
+def test_bytes_written_per_channel_is_the_channel_size_sum() -> None:
+    dashboard = load_dashboard()
+    panels = {panel["title"]: panel for panel in all_panels(dashboard)}
+    panel = panels[CHANNEL_BYTES_PANEL]
+    assert [target["expr"] for target in panel["targets"]] == [CHANNEL_BYTES_EXPR]
+    assert panel["fieldConfig"]["defaults"]["unit"] == "Bps"
+    assert CHANNEL_BYTES_PANEL in row_panels(dashboard, "State size")
+    exprs = [t.get("expr") for p in all_panels(dashboard) for t in p.get("targets", [])]
+    assert exprs.count(CHANNEL_BYTES_EXPR) == 1  # one panel for the view
 
 
 class _Items(TypedDict):

@@ -80,7 +80,6 @@ METRIC_ATTRIBUTES = {
     names.METRIC_DIVERGENCES: {names.DIVERGENCE_KIND},
     names.METRIC_TASK_OUTCOMES: {names.TASK_NODE, names.TASK_OUTCOME},
     names.METRIC_SCHEMA_MISMATCHES: {names.SCHEMA_WRITTEN_VERSION, names.SCHEMA_RUNNING_VERSION},
-    names.METRIC_CHANNEL_WRITTEN: {names.CHANNEL_NAME},
     names.METRIC_THREAD_CHECKPOINTS: {names.SAVER},
     names.METRIC_THREAD_WRITTEN: {names.SAVER},
 }
@@ -672,11 +671,16 @@ def test_datadog_dashboard_charts_schema_growth_and_tool_retries() -> None:
         "sum:langgraph.checkpoint.schema.mismatches{$service,$env} by "
         "{langgraph.schema.written_version,langgraph.schema.running_version}.as_count()"
     ]
+    # the sum of the channel-size distribution (one value per changed channel per write) is the
+    # bytes written to each channel; a distribution, so no .as_count()
     channel = query_texts("Bytes written per channel (top 10)")
     assert channel == [
-        "sum:langgraph.checkpoint.channel.written{$service,$env} by {langgraph.channel.name}"
-        ".as_count()"
+        "sum:langgraph.checkpoint.channel.size{$service,$env} by {langgraph.channel.name}"
     ]
+    assert (
+        by_title["Bytes written per channel (top 10)"]["requests"][0]["queries"][0]["aggregator"]
+        == "sum"
+    )
     checkpoints = query_texts("Checkpoints per thread at run end p50 / p95 / max by saver")
     assert [q.split(":")[0] for q in checkpoints] == ["p50", "p95", "max"]
     assert all(names.METRIC_THREAD_CHECKPOINTS + "{" in q and "$saver" in q for q in checkpoints)
@@ -836,8 +840,14 @@ def _first_metric_query(dash: dict[str, Any], needle: str) -> dict[str, Any]:
             "langgraph.schema.version,",
             "group-by",
         ),
-        ("checkpoint.channel.written", ".as_count()", "", "should be read with .as_count()"),
-        ("checkpoint.channel.written", "sum:", "p95:", "needs a distribution"),
+        ("checkpoint.divergences", ".as_count()", "", "should be read with .as_count()"),
+        ("sum:langgraph.checkpoint.channel.size", "sum:", "sum:", None),
+        (
+            "sum:langgraph.checkpoint.channel.size",
+            "channel.size",
+            "channel.written",
+            "is not emitted",
+        ),
     ],
 )
 def test_dashboard_validator_rejects(needle: str, old: str, new: str, expected: str | None) -> None:

@@ -269,7 +269,7 @@ def test_with_telemetry_off_the_run_loop_is_left_alone(monkeypatch: pytest.Monke
 
     watched: list[Any] = []
     monkeypatch.setattr(
-        pregel_signals.LoopRun, "watch_steps", lambda self, *args: watched.append(1)
+        pregel_signals.LoopRun, "watch_steps", lambda self, fault: watched.append(1)
     )
     counter_graph(instrument(InMemorySaver(), enabled=False)).invoke({"n": 0}, config())
     assert watched == []

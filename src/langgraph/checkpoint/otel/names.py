@@ -150,8 +150,6 @@ METRIC_CHANNEL_SIZE: Final = "langgraph.checkpoint.channel.size"
 METRIC_RESUMES: Final = "langgraph.checkpoint.resumes"
 METRIC_DIVERGENCES: Final = "langgraph.checkpoint.divergences"
 METRIC_TASK_OUTCOMES: Final = "langgraph.checkpoint.task.outcomes"
-METRIC_CHANNEL_WRITTEN: Final = "langgraph.checkpoint.channel.written"
-"""Counter, By: serialized bytes written per changed channel (attribute: channel name only)."""
 METRIC_THREAD_CHECKPOINTS: Final = "langgraph.checkpoint.thread.checkpoints"
 """Histogram: a thread's `langgraph.thread.checkpoints` at the last put of each run (one sample
 per run, no thread id)."""

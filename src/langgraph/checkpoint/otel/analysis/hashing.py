@@ -177,6 +177,8 @@ class StateDigest:
     """Sum of all channel sizes."""
     written_bytes: int
     """Sum of the sizes of the changed channels."""
+    largest: str | None = None
+    """The channel with the largest size (None: no channels)."""
 
 
 class UnhashableValueError(Exception):
@@ -1186,6 +1188,8 @@ class StateHasher:
         channels: dict[str, ChannelDigest] = {}
         previous: dict[str, ChannelDigest] = {}
         changed_present: list[str] = []
+        largest: str | None = None
+        largest_size = -1
         size_bytes = 0
         written = 0
         scope_memo: _ScopeMemo | None = None
@@ -1221,6 +1225,8 @@ class StateHasher:
                 written += digest.size
             channels[channel] = digest
             size_bytes += digest.size
+            if digest.size > largest_size:
+                largest, largest_size = channel, digest.size
         if scope_memo is not None and ctx.new_bytes:
             with self._lock:
                 scope_memo.element_bytes += ctx.new_bytes
@@ -1234,4 +1240,5 @@ class StateHasher:
             state_hash=combine_state_hash({c: d.hash for c, d in channels.items()}),
             size_bytes=size_bytes,
             written_bytes=written,
+            largest=largest,
         )

@@ -433,13 +433,16 @@ class CheckpointObserver:
         attributes: dict[str, AttributeValue],
     ) -> Lineage | None:
         """The thread's line so far (continued from the parent's), and the largest channel."""
-        largest = max(
-            ((d.size, c) for c, d in digest.channels.items() if is_state_channel(c)),
-            default=None,
-        )
+        largest = digest.largest
+        if largest is not None and not is_state_channel(largest):  # rare: LangGraph's own
+            largest = max(
+                (c for c in digest.channels if is_state_channel(c)),
+                key=lambda c: digest.channels[c].size,
+                default=None,
+            )
         if largest is not None:
-            attributes[names.LARGEST_CHANNEL] = largest[1]
-            attributes[names.LARGEST_CHANNEL_SIZE_BYTES] = largest[0]
+            attributes[names.LARGEST_CHANNEL] = largest
+            attributes[names.LARGEST_CHANNEL_SIZE_BYTES] = digest.channels[largest].size
         with self._lock:
             parent = self._lineages.get(scope, {}).get(str(parent_id)) if parent_id else (0, 0)
             if parent is None:
@@ -732,7 +735,7 @@ class CheckpointObserver:
         run = _Run(trace, loop)
         with self._lock:
             self._runs[scope] = run
-        loop.watch_steps(self.telemetry.fault, self._note_step_tool_calls)
+        loop.watch_steps(self.telemetry.fault)
 
         def ended(outcome: RunOutcome, error: BaseException | None) -> None:
             self.telemetry.guard("end run", self._end_run, scope, run, outcome, error)
@@ -740,20 +743,6 @@ class CheckpointObserver:
         if not loop.on_exit(ended):
             ended("finished", None)
         return trace
-
-    def _note_step_tool_calls(self, tasks: list[Any]) -> None:
-        """Note the tool calls a step's tasks request, before the next step runs the tools
-        (the step's checkpoint may be stored later: durability `async`)."""
-        channel = self.options.messages_channel
-        for task in tasks:
-            for write in getattr(task, "writes", None) or ():
-                if len(write) != 2 or write[0] != channel:
-                    continue
-                value = write[1]
-                messages = value if isinstance(value, list | tuple) else [value]
-                calls = requested_tool_calls(messages)
-                if calls:
-                    TOOL_CALLS.note(calls)
 
     def _end_run(
         self, scope: Scope, run: _Run, outcome: RunOutcome, error: BaseException | None

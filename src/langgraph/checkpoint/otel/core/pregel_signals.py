@@ -51,7 +51,6 @@ class LoopRun:
         "_applied",
         "_exit_durability",
         "_lock",
-        "_on_step",
         "_recent",
         "_seen",
         "graph_name",
@@ -72,17 +71,10 @@ class LoopRun:
         self._applied: dict[str, set[str]] = {}
         """checkpoint id -> nodes of the step applied on it, until a put reads them."""
         self._exit_durability = getattr(loop, "durability", None) == "exit"
-        self._on_step: Callable[[list[Any]], None] | None = None
 
-    def watch_steps(
-        self,
-        on_fault: Callable[[str, Exception], None],
-        on_step: Callable[[list[Any]], None] | None = None,
-    ) -> None:
-        """Note each step's tasks as the loop applies them (see the class docstring), and
-        pass them to `on_step` once per step, before the next step's tasks are made. A fault
+    def watch_steps(self, on_fault: Callable[[str, Exception], None]) -> None:
+        """Note each step's tasks as the loop applies them (see the class docstring). A fault
         in the noting goes to `on_fault`, never to the loop."""
-        self._on_step = on_step
         loop = self.loop()
         original = getattr(loop, "checkpointer_get_next_version", None)
         if loop is None or not callable(original):
@@ -127,7 +119,6 @@ class LoopRun:
         tasks = getattr(loop, "tasks", None)
         if not isinstance(tasks, dict):
             return
-        applied: list[Any] | None = None
         with self._lock:
             seen, count = self._seen
             changed = tasks is not seen or len(tasks) != count
@@ -148,10 +139,6 @@ class LoopRun:
             checkpoint_id = str((getattr(loop, "checkpoint", None) or {}).get("id", ""))
             if changed or checkpoint_id not in self._applied:
                 self._applied.setdefault(checkpoint_id, set()).update(self._recent[-1].values())
-                if self._on_step is not None:
-                    applied = list(tasks.values())
-        if applied is not None and self._on_step is not None:
-            self._on_step(applied)
 
     def on_exit(self, callback: Callable[[RunOutcome, BaseException | None], None]) -> bool:
         """Call `callback(outcome, error)` once the loop has exited, after its own exit work

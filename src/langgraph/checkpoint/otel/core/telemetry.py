@@ -397,11 +397,6 @@ class Telemetry:
             unit="{task}",
             description="Pending-write calls by node and outcome.",
         )
-        self.channel_written = meter.create_counter(
-            names.METRIC_CHANNEL_WRITTEN,
-            unit="By",
-            description="Serialized bytes written per changed channel.",
-        )
         self.thread_checkpoints = meter.create_histogram(
             names.METRIC_THREAD_CHECKPOINTS,
             unit="{checkpoint}",
@@ -540,14 +535,12 @@ class Telemetry:
     # --- measurements -----------------------------------------------------------------------
 
     def record_sizes(self, state_size: int, channel_sizes: Sequence[tuple[str, int]]) -> None:
-        """Record the state size, and the size of each changed channel (also counted as bytes
-        written to that channel)."""
+        """Record the state size and the size of each changed channel (the channel-size
+        histogram's sum is the bytes written per channel)."""
         try:
             self.checkpoint_size.record(state_size, self._saver_attributes)
             for channel, size in channel_sizes:
-                attributes = {names.CHANNEL_NAME: channel}
-                self.channel_size.record(size, attributes)
-                self.channel_written.add(size, attributes)
+                self.channel_size.record(size, {names.CHANNEL_NAME: channel})
         except Exception as exc:
             self.fault("record size", exc)
 
