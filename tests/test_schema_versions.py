@@ -64,6 +64,18 @@ def config() -> Any:
     return {"configurable": {"thread_id": THREAD}}
 
 
+def release_2(inner: Any, otel: OTel, **options: Any) -> Any:
+    """Release 2 of the app over `inner`: schema version "2", with `options`."""
+    saver = instrument(
+        inner,
+        tracer_provider=otel.tracer_provider,
+        meter_provider=otel.meter_provider,
+        schema_version="2",
+        **options,
+    )
+    return build_graph().compile(checkpointer=saver)
+
+
 def resume_span(otel: OTel) -> Any:
     (span,) = [s for s in otel.spans() if s.name == names.SPAN_RESUME]
     return span
@@ -83,14 +95,8 @@ def test_release_2_resumes_and_migrates_what_release_1_wrote(
     assert written and {s.attributes[names.SCHEMA_VERSION] for s in written} == {"1"}
 
     with open_saver(backend) as inner:
-        saver = instrument(
-            inner,
-            tracer_provider=otel.tracer_provider,
-            meter_provider=otel.meter_provider,
-            schema_version="2",
-            migrations=release_2_migrations(),
-        )
-        graph = build_graph().compile(checkpointer=saver)
+        graph = release_2(inner, otel, migrations=release_2_migrations())
+        saver = graph.checkpointer
         result = graph.invoke(Command(resume="yes"), config())
         # release 2's node read the renamed and the added field
         assert result["log"] == ["input", "draft", "review:yes", "finish:quarterly report:normal"]
@@ -131,14 +137,8 @@ def test_release_2_resumes_and_migrates_what_release_1_wrote(
     # a later run of release 2 finds its own version: no mismatch, no migration
     otel.clear()
     with open_saver(backend) as inner:
-        saver = instrument(
-            inner,
-            tracer_provider=otel.tracer_provider,
-            meter_provider=otel.meter_provider,
-            schema_version="2",
-            migrations=release_2_migrations(),
-        )
-        graph = build_graph().compile(checkpointer=saver)
+        graph = release_2(inner, otel, migrations=release_2_migrations())
+        saver = graph.checkpointer
         graph.invoke({"log": ["again"]}, config())
         resume = resume_span(otel)
         assert resume.events == ()
@@ -151,13 +151,7 @@ def test_without_migrations_a_mismatch_is_reported_and_the_run_goes_on(
     backend = f"sqlite:{tmp_path / 'app.db'}"
     run_release_1(backend, tmp_path / "release-1.jsonl")
     with open_saver(backend) as inner:
-        saver = instrument(
-            inner,
-            tracer_provider=otel.tracer_provider,
-            meter_provider=otel.meter_provider,
-            schema_version="2",
-        )
-        result = build_graph().compile(checkpointer=saver).invoke(Command(resume="ok"), config())
+        result = release_2(inner, otel).invoke(Command(resume="ok"), config())
     # release 2 reads fields release 1 never wrote: what the event warns about
     assert result["log"][-1] == "finish:None:None"
     event = resume_span(otel).events[0]
@@ -178,14 +172,9 @@ def test_an_unversioned_checkpoint_resumed_by_a_versioned_release(
     migrations.add("unversioned", "1", lambda values: values)
     migrations.add("1", "2", release_2_migrations().path("1", "2")[0].function)
     with open_saver(backend) as inner:
-        saver = instrument(
-            inner,
-            tracer_provider=otel.tracer_provider,
-            meter_provider=otel.meter_provider,
-            schema_version="2",
-            migrations=migrations,
+        result = release_2(inner, otel, migrations=migrations).invoke(
+            Command(resume="ok"), config()
         )
-        result = build_graph().compile(checkpointer=saver).invoke(Command(resume="ok"), config())
     assert result["log"][-1] == "finish:quarterly report:None"
     assert mismatches(otel) == [
         ({names.SCHEMA_WRITTEN_VERSION: names.UNVERSIONED, names.SCHEMA_RUNNING_VERSION: "2"}, 1)
@@ -199,10 +188,7 @@ def test_a_version_without_a_path_fails_the_run_clearly(tmp_path: Path, otel: OT
     migrations.add("1.5", "2", lambda values: values)  # nothing leads from "1"
     with open_saver(backend) as inner:
         before = inner.get_tuple(config())
-        saver = instrument(
-            inner, tracer_provider=otel.tracer_provider, schema_version="2", migrations=migrations
-        )
-        graph = build_graph().compile(checkpointer=saver)
+        graph = release_2(inner, otel, migrations=migrations)
         with pytest.raises(SchemaMigrationError) as raised:
             graph.invoke(Command(resume="yes"), config())
         assert str(raised.value) == (
@@ -228,12 +214,8 @@ def test_a_failing_step_fails_the_run_with_its_cause(tmp_path: Path, otel: OTel)
     def broken(values: dict[str, Any]) -> dict[str, Any]:
         raise KeyError("subject")
 
-    with open_saver(backend) as inner:
-        saver = instrument(
-            inner, tracer_provider=otel.tracer_provider, schema_version="2", migrations=migrations
-        )
-        with pytest.raises(SchemaMigrationError) as raised:
-            build_graph().compile(checkpointer=saver).invoke(Command(resume="yes"), config())
+    with open_saver(backend) as inner, pytest.raises(SchemaMigrationError) as raised:
+        release_2(inner, otel, migrations=migrations).invoke(Command(resume="yes"), config())
     assert isinstance(raised.value.__cause__, KeyError)
     assert "broken" in str(raised.value) and "KeyError" in str(raised.value)
     (span,) = [s for s in otel.spans() if s.name == names.SPAN_MIGRATE]
