@@ -729,3 +729,49 @@ def test_report_shows_the_side_effect_started_twice(
     html = page.read_text()
     assert "<th>traces</th>" in html
     assert first.trace_id in html and second.trace_id in html
+
+
+def _start(trace: int, checkpoint: str, key: str = "book:abc") -> SpanRecord:
+    return SpanRecord(
+        trace_id=f"{trace:032x}",
+        span_id=f"{trace:016x}",
+        parent_span_id=None,
+        name=names.SPAN_TOOL_START,
+        kind=1,
+        start_time_unix_nano=trace,
+        end_time_unix_nano=trace,
+        attributes={
+            names.TOOL_NAME: "book",
+            names.TOOL_IDEMPOTENCY_KEY: key,
+            names.CHECKPOINT_ID: checkpoint,
+        },
+        events=(),
+        links=(),
+        status_code="UNSET",
+        status_message="",
+        resource={},
+        scope_name=names.SCOPE,
+        scope_version="",
+    )
+
+
+def test_a_side_effect_is_twice_only_when_the_same_task_ran_again() -> None:
+    from langgraph.checkpoint.otel.options import DivergencePolicy
+    from langgraph.checkpoint.otel.tools.inspector.side_effects import side_effect_findings
+
+    policy = DivergencePolicy()
+    # the killed run and its resume start the call from the same checkpoint
+    (finding,) = side_effect_findings([_start(1, "cp-7"), _start(2, "cp-7")], policy)
+    assert finding.traces == (f"{1:032x}", f"{2:032x}")
+    assert finding.expected == "book:abc" and finding.actual == "book"
+    # the model asking for the same call again in a later step (an async run, whose tool
+    # starts are roots of their own traces) is not a start repeated by a resume
+    assert side_effect_findings([_start(1, "cp-7"), _start(2, "cp-9")], policy) == []
+    # two identical calls of one step in one trace are not either
+    assert side_effect_findings([_start(1, "cp-7"), _start(1, "cp-7")], policy) == []
+    assert (
+        side_effect_findings(
+            [_start(1, "cp-7"), _start(2, "cp-7")], DivergencePolicy(repeatable_tools={"book"})
+        )
+        == []
+    )

@@ -2,9 +2,12 @@
 
 `record_tool_start` exports such a span before a side-effecting tool's body runs, so a run
 killed inside the tool leaves it behind even though no checkpoint records the call. The same
-idempotency key started in two or more traces (two runs: the killed one and its resume) is a
-`duplicate_tool_call` finding naming the traces (`expected`: the idempotency key, `actual`:
-the tool, the checkpoints: those the starts ran from, the latest and the first).
+call (idempotency key) started from the same checkpoint in two or more traces is the task run
+again: the killed run and its resume. That is a `duplicate_tool_call` finding naming the traces
+(`expected`: the idempotency key, `actual`: the tool, both checkpoints: the one the starts ran
+from). The same key from another checkpoint is the model asking again in a later step, which
+the checkpoint-based detectors judge; starts without a checkpoint (a tool called outside a
+graph) are grouped by key alone.
 """
 
 from __future__ import annotations
@@ -18,17 +21,18 @@ from langgraph.checkpoint.otel.tools.otlp_json import SpanRecord
 
 
 def side_effect_findings(spans: Iterable[SpanRecord], policy: DivergencePolicy) -> list[Finding]:
-    """One finding per idempotency key whose tool start spans are in two or more traces."""
+    """One finding per call (idempotency key, checkpoint) started in two or more traces."""
     if "duplicate_tool_call" not in policy.detectors:
         return []
-    by_key: dict[str, dict[str, SpanRecord]] = {}
+    by_call: dict[tuple[str, str], dict[str, SpanRecord]] = {}
     starts = (s for s in spans if s.name == names.SPAN_TOOL_START)
     for span in sorted(starts, key=lambda s: s.start_time_unix_nano):
         key = span.attributes.get(names.TOOL_IDEMPOTENCY_KEY)
         if key:
-            by_key.setdefault(str(key), {}).setdefault(span.trace_id, span)
+            call = (str(key), str(span.attributes.get(names.CHECKPOINT_ID, "")))
+            by_call.setdefault(call, {}).setdefault(span.trace_id, span)
     findings = []
-    for key, first_by_trace in by_key.items():
+    for (key, _), first_by_trace in by_call.items():
         if len(first_by_trace) < 2:
             continue
         first, *_, last = first_by_trace.values()
