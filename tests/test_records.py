@@ -68,3 +68,38 @@ def test_tool_activity_of_new_messages_matches_answers_to_their_requests() -> No
     # argument order does not change the key; other arguments do
     assert tool_call_key("s", {"a": 1, "b": 2}) == tool_call_key("s", {"b": 2, "a": 1})
     assert tool_call_key("s", {"a": 1}) != tool_call_key("s", {"a": 2})
+
+
+def test_last_tool_requests_reads_the_last_request_and_its_answers() -> None:
+    from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+
+    from langgraph.checkpoint.otel.analysis.records import (
+        LAST_REQUEST_WINDOW,
+        last_tool_requests,
+        tool_call_key,
+    )
+
+    def ask(*calls: tuple[str, str]) -> AIMessage:
+        return AIMessage(
+            "", tool_calls=[{"name": "book", "args": {"flight": f}, "id": i} for i, f in calls]
+        )
+
+    older = ask(("c0", "LH 1"))
+    history = [
+        HumanMessage("hi"),
+        older,
+        ToolMessage("ok", tool_call_id="c0"),
+        ask(("c1", "LH 2"), ("c2", "LH 3")),
+        ToolMessage("ok", tool_call_id="c1"),  # c2 was in flight when the run stopped
+    ]
+    calls, answered = last_tool_requests(history)
+    assert [(i, c.key) for i, c in calls] == [
+        ("c1", tool_call_key("book", {"flight": "LH 2"})),
+        ("c2", tool_call_key("book", {"flight": "LH 3"})),
+    ]
+    assert answered == {"c1"}
+    assert last_tool_requests([HumanMessage("hi")]) == ([], set())
+    # a request further back than the window is not looked for
+    padding = [HumanMessage(str(n)) for n in range(LAST_REQUEST_WINDOW)]
+    assert last_tool_requests([older, *padding]) == ([], set())
+    assert last_tool_requests([older, *padding[1:]])[0][0][0] == "c0"

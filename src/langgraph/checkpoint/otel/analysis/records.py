@@ -389,12 +389,17 @@ def requested_tool_calls(messages: Iterable[Any]) -> list[tuple[str, ToolCall]]:
     ]
 
 
+LAST_REQUEST_WINDOW = 256
+"""Messages `last_tool_requests` reads back at most (a history without tool calls costs that)."""
+
+
 def last_tool_requests(messages: Sequence[Any]) -> tuple[list[tuple[str, ToolCall]], set[str]]:
     """The calls the last AI message that requests tools asks for, as in
     `requested_tool_calls`, and the ids among them that a later tool message answers (read
-    from the newest message backwards: the cost follows the messages since that request)."""
+    from the newest message backwards, at most `LAST_REQUEST_WINDOW` messages: the cost
+    follows the messages since that request)."""
     answered: set[str] = set()
-    for message in reversed(messages):
+    for message in reversed(messages[-LAST_REQUEST_WINDOW:]):
         if getattr(message, "type", None) == "tool":
             answered.add(bounded_text(getattr(message, "tool_call_id", "") or ""))
         elif _requested_calls(message):
