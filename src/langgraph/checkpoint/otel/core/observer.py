@@ -249,7 +249,7 @@ class CheckpointObserver:
         self._migrated: BoundedDict[Scope, dict[str, Any]] = BoundedDict(options.hash_cache_size)
         """scope -> channels a migration changed (and their new versions), until the next put
         stores them."""
-        self._lineages: BoundedDict[Scope, dict[str, Lineage]] = BoundedDict(
+        self._lineages: BoundedDict[Scope, BoundedDict[str, Lineage]] = BoundedDict(
             options.hash_cache_size
         )
         """scope -> checkpoint id -> its line (checkpoints, written bytes), for the last
@@ -388,7 +388,7 @@ class CheckpointObserver:
             )
         state_hash: str | None = None
         channel_digests: dict[str, tuple[str, int]] = {}
-        lineage: tuple[int, int] | None = None
+        lineage: Lineage | None = None
         if digest is not None:
             attributes[names.STATE_HASH] = digest.state_hash
             attributes[names.SIZE_BYTES] = digest.size_bytes
@@ -444,7 +444,8 @@ class CheckpointObserver:
             attributes[names.LARGEST_CHANNEL] = largest
             attributes[names.LARGEST_CHANNEL_SIZE_BYTES] = digest.channels[largest].size
         with self._lock:
-            parent = self._lineages.get(scope, {}).get(str(parent_id)) if parent_id else (0, 0)
+            known = self._lineages.get(scope)
+            parent = (0, 0) if not parent_id else known.get(str(parent_id)) if known else None
             if parent is None:
                 return None  # the parent's line is unknown (written without this library)
             lineage = (parent[0] + 1, parent[1] + digest.written_bytes)
@@ -460,10 +461,8 @@ class CheckpointObserver:
         """Remember a checkpoint's line for its children (under `_lock`)."""
         known = self._lineages.get(scope)
         if known is None:
-            self._lineages[scope] = known = {}
+            self._lineages[scope] = known = BoundedDict(_LINEAGE_CHECKPOINTS)
         known[checkpoint_id] = lineage
-        while len(known) > _LINEAGE_CHECKPOINTS:
-            del known[next(iter(known))]
 
     def _tool_call_events(
         self, op: Operation, digest: StateDigest, values: Mapping[str, Any], first: bool
@@ -887,7 +886,11 @@ class CheckpointObserver:
     def _note_tool_requests(self, scope: Scope, resume: Resume, loaded: CheckpointTuple) -> None:
         """Note the last tool calls the loaded state requests (for the resumed run's tool
         spans) and, after a crash, error or interrupt, those never answered: in flight when
-        the last run stopped (their side effects may have run)."""
+        the last run stopped (their side effects may have run). After a `continue` nothing
+        is scheduled: no tool runs from the loaded state."""
+        if resume.kind == "continue":
+            TOOL_CALLS.note_in_flight(scope[0], ())
+            return
         messages = (loaded.checkpoint.get("channel_values") or {}).get(
             self.options.messages_channel
         )

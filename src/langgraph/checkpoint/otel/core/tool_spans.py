@@ -91,18 +91,14 @@ def _tool_span_name(span: Any, attributes: Mapping[str, Any]) -> str | None:
 
 def _key_from_attributes(name: str, attributes: Mapping[str, Any]) -> str | None:
     """The key from what a span carries at start: a noted call id, or the arguments."""
-    call_id = attributes.get(names.TOOL_CALL_ID)
-    if call_id:
-        noted = TOOL_CALLS.call(bounded_text(call_id))
-        if noted is not None:
-            return noted.key
     arguments = attributes.get(GENAI_TOOL_ARGUMENTS)
+    args = None
     if isinstance(arguments, str):
         try:
-            return tool_call_key(name, json.loads(arguments))
+            args = json.loads(arguments)
         except ValueError:
             return None
-    return None
+    return _call_key(name, attributes.get(names.TOOL_CALL_ID), args)
 
 
 def _set_key(span: Span, key: str) -> None:
@@ -305,12 +301,12 @@ class _ToolStartHandler(BaseCallbackHandler):
 
 
 def _call_key(name: str, call_id: Any, args: Any) -> str | None:
-    """The key of the AI message's call noted under `call_id`, else of `args`."""
+    """The key of the AI message's call noted under `call_id`, else of `args` (None: none)."""
     if call_id:
         noted = TOOL_CALLS.call(bounded_text(call_id))
         if noted is not None:
             return noted.key
-    return tool_call_key(name, args) if isinstance(args, Mapping) else None
+    return tool_call_key(name, args) if args is not None else None
 
 
 # --- record_tool_start ------------------------------------------------------------------------
