@@ -3,9 +3,13 @@
 `AgentServer` copies the app of ``tests/agent_server_app/`` into a temporary folder, writes its
 ``langgraph.json`` for one `Route`, starts ``langgraph dev --no-browser --no-reload --host
 127.0.0.1 --port <free port>`` there, waits until ``GET /ok`` answers, and stops it with
-SIGTERM (then SIGKILL), which lets the OpenTelemetry SDK flush at exit. Telemetry leaves the
-server over OTLP/HTTP (protobuf) to an `otlp_receiver.OTLPReceiver`, configured only with the
-standard ``OTEL_*`` variables.
+SIGTERM (then SIGKILL). Telemetry leaves the server over OTLP/HTTP (protobuf) to an
+`otlp_receiver.OTLPReceiver`, configured only with the standard ``OTEL_*`` variables.
+
+uvicorn re-raises SIGTERM once it has shut down, so the server dies of the signal (exit code
+-15) and the SDK's flush at exit never runs: what is still batched is lost. The app's
+``checkpointer.py:wrapped`` flushes when the server closes it; otherwise wait for the exports
+to arrive before stopping the server (the tests do, for every route).
 
 Routes:
 
@@ -116,7 +120,7 @@ def langgraph_json(route: Route) -> dict[str, Any]:
 
 def _base_env() -> dict[str, str]:
     """This process's environment without any OpenTelemetry, LangSmith or LangGraph setting."""
-    dropped = ("OTEL_", "LANGSMITH_", "LANGCHAIN_", "LANGGRAPH_", "LANGCHAIN")
+    dropped = ("OTEL_", "LANGSMITH_", "LANGCHAIN_", "LANGGRAPH_")
     env = {k: v for k, v in os.environ.items() if not k.startswith(dropped)}
     env.update(
         PYTHONUNBUFFERED="1",
@@ -225,7 +229,7 @@ class AgentServer:
             return False
 
     def stop(self) -> int | None:
-        """SIGTERM (the SDK flushes its exporters at exit), SIGKILL after 10 s; the exit code."""
+        """SIGTERM, SIGKILL after 10 s; the exit code (-15 after a graceful shutdown)."""
         if self.proc is None:
             return None
         terminate(self.proc)
