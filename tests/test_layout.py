@@ -1,5 +1,5 @@
 """The package's layers, bottom to top: the base modules (`names`, `options`, `bounded`,
-`migrations`), `analysis` (pure logic), `core` (the wrapper), the public API of the package root
+`migrations`) beside `_langgraph` (every LangGraph internal and string format), `analysis` (pure logic), `core` (the wrapper), the public API of the package root
 (`instrument`, ...), `tools` (inspector, demo, harness, OTLP files) built on it, and
 `__main__` (the inspector's launcher). No module imports a layer above its own."""
 
@@ -12,7 +12,7 @@ import langgraph.checkpoint.otel
 
 PACKAGE = "langgraph.checkpoint.otel"
 ROOT = Path(langgraph.checkpoint.otel.__file__).parent
-RANK = {"base": 0, "analysis": 1, "core": 2, "facade": 3, "tools": 4, "main": 5}
+RANK = {"base": 0, "_langgraph": 0, "analysis": 1, "core": 2, "facade": 3, "tools": 4, "main": 5}
 
 
 def layer_of_module(relative: Path) -> str:
@@ -69,9 +69,10 @@ def test_every_module_is_in_a_layer() -> None:
         "migrations.py",
         "bounded.py",
         "py.typed",
+        "_langgraph",
         "analysis",
         "core",
         "tools",
     }
-    for layer in ("analysis", "core", "tools"):
+    for layer in ("_langgraph", "analysis", "core", "tools"):
         assert (ROOT / layer / "__init__.py").read_text().startswith('"""')

@@ -4,13 +4,8 @@ from __future__ import annotations
 
 from langgraph.types import Send
 
-from langgraph.checkpoint.otel.analysis.records import (
-    NULL_TASK_ID,
-    node_of_task,
-    nodes_from_versions_seen,
-    send_targets,
-    task_outcome,
-)
+from langgraph.checkpoint.otel._langgraph.formats import NULL_TASK_ID, node_of_task, send_targets
+from langgraph.checkpoint.otel.analysis.records import nodes_from_versions_seen, task_outcome
 
 
 def test_nodes_are_the_versions_seen_entries_that_changed_without_bookkeeping_keys() -> None:

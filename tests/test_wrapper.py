@@ -248,7 +248,7 @@ class UnreadableLoop(RuntimeError):
 def test_a_fault_noting_the_run_loops_steps_never_reaches_the_graph(
     otel: OTel, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from langgraph.checkpoint.otel.core import pregel_signals
+    from langgraph.checkpoint.otel._langgraph import loop as pregel_signals
 
     def unreadable(self: Any, applying: bool = True) -> None:
         raise UnreadableLoop("tasks")
@@ -265,7 +265,7 @@ def test_a_fault_noting_the_run_loops_steps_never_reaches_the_graph(
 
 
 def test_with_telemetry_off_the_run_loop_is_left_alone(monkeypatch: pytest.MonkeyPatch) -> None:
-    from langgraph.checkpoint.otel.core import pregel_signals
+    from langgraph.checkpoint.otel._langgraph import loop as pregel_signals
 
     watched: list[Any] = []
     monkeypatch.setattr(

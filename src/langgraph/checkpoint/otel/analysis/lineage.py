@@ -12,22 +12,13 @@ from typing import Any, Literal
 from langgraph.checkpoint.serde.types import ERROR, INTERRUPT
 
 from langgraph.checkpoint.otel import names
-from langgraph.checkpoint.otel.analysis.records import (
-    BRANCH_PREFIX,
-    INPUT_NODE,
-    JOIN_PREFIX,
-    TASKS_CHANNEL,
-    UNKNOWN_NODE,
-    SpanFact,
-    bounded_text,
-    send_targets,
-)
+from langgraph.checkpoint.otel._langgraph.formats import INPUT_NODE, START_NODE, triggered_nodes
+from langgraph.checkpoint.otel.analysis.records import UNKNOWN_NODE, SpanFact, bounded_text
 
 ResumeKind = Literal["crash", "error", "interrupt", "fork", "update", "continue"]
 RESUME_KINDS: tuple[ResumeKind, ...] = ("crash", "error", "interrupt", "fork", "update", "continue")
 
 ALL_NODES = "*"
-START_NODE = "__start__"
 """LangGraph's input task and channel: present in a checkpoint whose input is not applied."""
 
 # --- W3C trace context carrier ----------------------------------------------------------------
@@ -118,18 +109,9 @@ class Resume:
 
 
 def scheduled_nodes(channel_values: Mapping[str, Any]) -> list[str]:
-    """Nodes a checkpoint schedules next: `branch:to:<node>` triggers, the target of a waiting
-    edge's `join:<a>+<b>:<node>` barrier that every source has reached, `Send` targets, and
-    `__start__` while the input is not applied yet (the input checkpoint)."""
-    nodes = {
-        name[len(BRANCH_PREFIX) :] for name in channel_values if name.startswith(BRANCH_PREFIX)
-    }
-    for name, seen in channel_values.items():
-        if name.startswith(JOIN_PREFIX) and isinstance(seen, set | frozenset | list | tuple):
-            sources, _, target = name[len(JOIN_PREFIX) :].rpartition(":")
-            if sources and set(sources.split("+")) <= set(seen):
-                nodes.add(target)
-    nodes.update(send_targets(channel_values.get(TASKS_CHANNEL)))
+    """Nodes a checkpoint schedules next: those its channels trigger, and `__start__` while
+    the input is not applied yet (the input checkpoint)."""
+    nodes = triggered_nodes(channel_values)
     if START_NODE in channel_values:
         nodes.add(START_NODE)
     return sorted(node for node in nodes if node)

@@ -13,25 +13,18 @@ from typing import Any, TypeGuard
 from langgraph.checkpoint.serde.types import ERROR, INTERRUPT, RESUME
 
 from langgraph.checkpoint.otel import names
+from langgraph.checkpoint.otel._langgraph.formats import (
+    INPUT_NODE,
+    TASKS_CHANNEL,
+    is_bookkeeping_channel,
+    send_targets,
+)
 from langgraph.checkpoint.otel.analysis.hashing import combine_state_hash, hash_value
 
-PULL_PREFIX = "~__pregel_pull, "
-PUSH_PREFIX = "~__pregel_push, "
-INPUT_NODE = "__input__"
-"""Pseudo node of the null task's writes (`Command` and `update_state`); graph input is
-applied by LangGraph's `__start__` task."""
-BRANCH_PREFIX = "branch:to:"
-"""LangGraph's trigger channels: `branch:to:<node>` schedules `<node>`."""
-JOIN_PREFIX = "join:"
-"""LangGraph's barrier channels of waiting edges: `join:<a>+<b>:<node>` holds the sources seen
-so far and schedules `<node>` once all have written."""
-TASKS_CHANNEL = "__pregel_tasks"
-"""LangGraph's channel of pending `Send` packets."""
 Scope = tuple[str, str]
 """(thread id, checkpoint namespace): one sequence of checkpoints."""
 UNKNOWN_NODE = "unknown"
 """Reported when the node of a task cannot be derived."""
-NULL_TASK_ID = "00000000-0000-0000-0000-000000000000"
 PSEUDO_NODES = frozenset({INPUT_NODE, INTERRUPT})
 """Keys of versions_seen that are bookkeeping, not nodes that ran."""
 
@@ -72,33 +65,6 @@ def stored_nodes(
     return nodes
 
 
-def node_of_task(task_id: str, task_path: str, sends: Iterable[str] = ()) -> str | None:
-    """The node a task ran, from its `task_path` (``~__pregel_pull, <node>``).
-
-    Push tasks (``~__pregel_push, <index>, ...``) name the index of a `Send` in the checkpoint's
-    task channel; `sends` are the target nodes of those sends, when known. The null task
-    (`Command` and `update_state` writes) is `__input__`.
-    """
-    if task_id == NULL_TASK_ID:
-        return INPUT_NODE
-    if task_path.startswith(PULL_PREFIX):
-        node = task_path[len(PULL_PREFIX) :]
-        return node.split(",", 1)[0].strip() or None
-    if task_path.startswith(PUSH_PREFIX):
-        index = task_path[len(PUSH_PREFIX) :].split(",", 1)[0].strip()
-        targets = list(sends)
-        if index.isdigit() and int(index) < len(targets):
-            return targets[int(index)]
-    return None
-
-
-def send_targets(tasks_value: Any) -> list[str]:
-    """Target node names of the `Send` packets in a checkpoint's task channel value."""
-    if not isinstance(tasks_value, list | tuple):
-        return []
-    return [str(getattr(send, "node", "")) for send in tasks_value]
-
-
 def task_outcome(channels: Iterable[str]) -> str:
     """ok | error | interrupt | resume, from the channels a task wrote.
 
@@ -116,13 +82,9 @@ def task_outcome(channels: Iterable[str]) -> str:
 
 
 def is_state_channel(channel: str) -> bool:
-    """Whether a channel holds graph state, not LangGraph bookkeeping.
-
-    `branch:to:<node>` triggers, `join:...` barriers and dunder channels (`__start__`,
-    `__pregel_tasks`) are bookkeeping: they are hashed with the state but get no channel event
-    or metric.
-    """
-    return not channel.startswith((BRANCH_PREFIX, JOIN_PREFIX, "__"))
+    """Whether a channel holds graph state, not LangGraph bookkeeping (which is hashed with
+    the state but gets no channel event or metric)."""
+    return not is_bookkeeping_channel(channel)
 
 
 @dataclass(frozen=True, slots=True)

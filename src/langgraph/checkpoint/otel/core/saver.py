@@ -13,7 +13,6 @@ wrapper's own stored telemetry is hidden from its callers (`stored_history` read
 
 from __future__ import annotations
 
-import sys
 import time
 from collections.abc import (
     AsyncIterator,
@@ -39,14 +38,11 @@ from langgraph.checkpoint.serde.base import SerializerProtocol
 from opentelemetry.util.types import AttributeValue
 
 from langgraph.checkpoint.otel import names
+from langgraph.checkpoint.otel._langgraph.loop import entering_run
 from langgraph.checkpoint.otel.analysis.records import bounded_text, without_stored_telemetry
-from langgraph.checkpoint.otel.core.observer import (
-    PRUNE_COUNT_LIMIT,
-    CheckpointObserver,
-    config_attributes,
-    latest_config,
-)
-from langgraph.checkpoint.otel.core.pregel_signals import run_start
+from langgraph.checkpoint.otel.core.calls import config_attributes, latest_config
+from langgraph.checkpoint.otel.core.observer import PRUNE_COUNT_LIMIT, CheckpointObserver
+from langgraph.checkpoint.otel.core.runs import install_loop_hooks
 from langgraph.checkpoint.otel.core.watch import ReferenceWalk
 
 Saver = BaseCheckpointSaver[Any]
@@ -66,6 +62,7 @@ class InstrumentedSaver(BaseCheckpointSaver[Any]):
         # BaseCheckpointSaver.__init__ is not called: `serde` belongs to the inner saver.
         self.inner = inner
         self.observer = observer
+        install_loop_hooks()  # runs are told by LangGraph's loop, whoever calls the wrapper
 
     def __getattr__(self, name: str) -> Any:
         if name.startswith("__") or name in ("inner", "observer"):
@@ -103,7 +100,7 @@ class InstrumentedSaver(BaseCheckpointSaver[Any]):
     # --- core methods: always delegated to the inner instance ------------------------------
 
     def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
-        with self.observer.load(config, run_start(sys._getframe(1))) as call:
+        with self.observer.load(config, entering_run()) as call:
             loaded = self.inner.get_tuple(config)
             latest = self.inner.get_tuple(latest_config(config)) if call.wants_latest else None
             loaded = call.done(loaded, latest, self.inner.get_next_version)
@@ -113,7 +110,7 @@ class InstrumentedSaver(BaseCheckpointSaver[Any]):
             return None if loaded is None else _visible(loaded)
 
     async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
-        with self.observer.load(config, run_start(sys._getframe(1))) as call:
+        with self.observer.load(config, entering_run()) as call:
             loaded = await self.inner.aget_tuple(config)
             latest = (
                 await self.inner.aget_tuple(latest_config(config)) if call.wants_latest else None
@@ -134,7 +131,7 @@ class InstrumentedSaver(BaseCheckpointSaver[Any]):
         before: RunnableConfig | None = None,
         limit: int | None = None,
     ) -> Iterator[CheckpointTuple]:
-        with self.observer.listing(config, limit, run_start(sys._getframe(1))) as call:
+        with self.observer.listing(config, limit, entering_run()) as call:
             for item in self.inner.list(config, filter=filter, before=before, limit=limit):
                 call.results += 1
                 yield _visible(item)
@@ -147,7 +144,7 @@ class InstrumentedSaver(BaseCheckpointSaver[Any]):
         before: RunnableConfig | None = None,
         limit: int | None = None,
     ) -> AsyncIterator[CheckpointTuple]:
-        with self.observer.listing(config, limit, run_start(sys._getframe(1))) as call:
+        with self.observer.listing(config, limit, entering_run()) as call:
             async for item in self.inner.alist(config, filter=filter, before=before, limit=limit):
                 call.results += 1
                 yield _visible(item)
@@ -187,7 +184,7 @@ class InstrumentedSaver(BaseCheckpointSaver[Any]):
         task_id: str,
         task_path: str = "",
     ) -> None:
-        with self.observer.put_writes(config, writes, task_id, task_path, sys._getframe(1)) as call:
+        with self.observer.put_writes(config, writes, task_id, task_path) as call:
             started = time.perf_counter()
             try:
                 self.inner.put_writes(config, writes, task_id, task_path)
@@ -201,7 +198,7 @@ class InstrumentedSaver(BaseCheckpointSaver[Any]):
         task_id: str,
         task_path: str = "",
     ) -> None:
-        with self.observer.put_writes(config, writes, task_id, task_path, sys._getframe(1)) as call:
+        with self.observer.put_writes(config, writes, task_id, task_path) as call:
             started = time.perf_counter()
             try:
                 await self.inner.aput_writes(config, writes, task_id, task_path)

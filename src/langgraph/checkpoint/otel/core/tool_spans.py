@@ -58,6 +58,7 @@ from opentelemetry.trace import Span, SpanKind, TracerProvider
 from opentelemetry.util.types import AttributeValue
 
 from langgraph.checkpoint.otel import names
+from langgraph.checkpoint.otel._langgraph.formats import task_checkpoint_id
 from langgraph.checkpoint.otel.analysis.records import bounded_text, key_text, tool_call_key
 from langgraph.checkpoint.otel.core.telemetry import PACKAGE_VERSION, log_fault
 from langgraph.checkpoint.otel.core.tool_registry import TOOL_CALLS
@@ -402,19 +403,10 @@ def _start_attributes(name: str, key: str, call_id: str | None) -> dict[str, Att
         attributes[names.THREAD_ID] = bounded_text(thread_id)
     if call_id:
         attributes[names.TOOL_CALL_ID] = bounded_text(call_id)
-    checkpoint_id = _task_checkpoint(configurable)
+    checkpoint_id = task_checkpoint_id(configurable)
     if checkpoint_id:
         attributes[names.CHECKPOINT_ID] = bounded_text(checkpoint_id)
     return attributes
-
-
-def _task_checkpoint(configurable: Mapping[str, Any]) -> Any:
-    """The checkpoint the tool's task runs from (the one whose AI message asked for it)."""
-    checkpoint_map = configurable.get("checkpoint_map")
-    if not isinstance(checkpoint_map, Mapping):
-        return None
-    namespace = str(configurable.get("checkpoint_ns") or "")
-    return checkpoint_map.get(namespace.rpartition("|")[0])
 
 
 class _Recorder:

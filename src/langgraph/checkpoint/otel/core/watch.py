@@ -10,6 +10,7 @@ generator the saver drives, so sync and async savers share this logic.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Generator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -46,12 +47,14 @@ class _Session:
 
 @dataclass(slots=True)
 class DivergenceWatch:
-    """Open comparison sessions, one per (thread, namespace), bounded in number and length."""
+    """Open comparison sessions, one per (thread, namespace), bounded in number and length;
+    safe to call from several threads."""
 
     policy: DivergencePolicy
     max_sessions: int = 1024
     messages_channel: str = "messages"
     _sessions: BoundedDict[Scope, _Session] = field(init=False)
+    _lock: threading.Lock = field(init=False, default_factory=threading.Lock)
 
     def __post_init__(self) -> None:
         self._sessions = BoundedDict(self.max_sessions)
@@ -62,29 +65,34 @@ class DivergenceWatch:
         A resume of the last checkpoint a watched branch wrote (its run stopped at an interrupt
         or an error, and goes on) keeps that branch's session: the comparison goes on.
         """
-        if resume.kind in UNWATCHED_KINDS or not self.policy.detectors:
-            self._sessions.pop(scope, None)
-            return
-        current = self._sessions.get(scope)
-        if (
-            current is not None
-            and resume.kind != "fork"
-            and current.last_checkpoint_id == str(loaded.checkpoint["id"])
-        ):
-            return
+        with self._lock:
+            if resume.kind in UNWATCHED_KINDS or not self.policy.detectors:
+                self._sessions.pop(scope, None)
+                return
+            current = self._sessions.get(scope)
+            if (
+                current is not None
+                and resume.kind != "fork"
+                and current.last_checkpoint_id == str(loaded.checkpoint["id"])
+            ):
+                return
         messages = self._messages(loaded.checkpoint)
         _, answered = message_tool_activity(messages)
-        self._sessions[scope] = _Session(
+        session = _Session(
             BranchComparison([], {call.key for call in answered}, self.policy), messages
         )
+        with self._lock:
+            self._sessions[scope] = session
 
     def session_count(self) -> int:
         """Open sessions."""
-        return len(self._sessions)
+        with self._lock:
+            return len(self._sessions)
 
     def forget(self, stale: Callable[[Scope], bool]) -> None:
         """Close the sessions of every scope that is `stale`."""
-        self._sessions.evict(stale)
+        with self._lock:
+            self._sessions.evict(stale)
 
     def reference_walk(self, scope: Scope, loaded: Any, latest: Any) -> ReferenceWalk | None:
         """After a fork: walk back from the thread's latest checkpoint to `loaded`.
@@ -93,7 +101,8 @@ class DivergenceWatch:
         soon as it passes `loaded`'s step without meeting it (`loaded` is then no ancestor of
         the latest checkpoint and there is nothing to compare with).
         """
-        session = self._sessions.get(scope)
+        with self._lock:
+            session = self._sessions.get(scope)
         if session is None or latest is None:
             return None
         return self._walk(session, loaded, latest)
@@ -137,26 +146,27 @@ class DivergenceWatch:
         state_hash: str | None,
     ) -> list[Finding]:
         """Findings revealed by a put of a watched thread (none for unwatched threads)."""
-        session = self._sessions.get(scope)
-        if session is None:
-            return []
-        parent = (config.get("configurable") or {}).get("checkpoint_id")
-        record = self._record(
-            parent,
-            config,
-            checkpoint,
-            metadata,
-            session.last_messages,
-            nodes=nodes,
-            channel_hashes=channel_hashes,
-            state_hash=state_hash,
-        )
-        session.last_messages = self._messages(checkpoint)
-        session.last_checkpoint_id = record.checkpoint_id
-        session.puts += 1
-        if session.puts >= self.policy.window:
-            self._sessions.pop(scope, None)
-        return session.comparison.add(record)
+        with self._lock:
+            session = self._sessions.get(scope)
+            if session is None:
+                return []
+            parent = (config.get("configurable") or {}).get("checkpoint_id")
+            record = self._record(
+                parent,
+                config,
+                checkpoint,
+                metadata,
+                session.last_messages,
+                nodes=nodes,
+                channel_hashes=channel_hashes,
+                state_hash=state_hash,
+            )
+            session.last_messages = self._messages(checkpoint)
+            session.last_checkpoint_id = record.checkpoint_id
+            session.puts += 1
+            if session.puts >= self.policy.window:
+                self._sessions.pop(scope, None)
+            return session.comparison.add(record)
 
     def _record(
         self,

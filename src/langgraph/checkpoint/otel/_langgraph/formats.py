@@ -1,0 +1,98 @@
+"""LangGraph's string formats: task paths, namespaces, bookkeeping channels and `Send`s.
+
+Pure functions over plain values. Everything else in the package reads these formats through
+this module, so a change of format in a LangGraph release is met here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+PULL_PREFIX = "~__pregel_pull, "
+"""Task path of a node triggered by its channels: ``~__pregel_pull, <node>``."""
+PUSH_PREFIX = "~__pregel_push, "
+"""Task path of a `Send` (``~__pregel_push, <index>, ...``) or a functional-API call."""
+BRANCH_PREFIX = "branch:to:"
+"""LangGraph's trigger channels: `branch:to:<node>` schedules `<node>`."""
+JOIN_PREFIX = "join:"
+"""LangGraph's barrier channels of waiting edges: `join:<a>+<b>:<node>` holds the sources seen
+so far and schedules `<node>` once all have written."""
+TASKS_CHANNEL = "__pregel_tasks"
+"""LangGraph's channel of pending `Send` packets."""
+START_NODE = "__start__"
+"""The task that applies a run's input."""
+INPUT_NODE = "__input__"
+"""Pseudo node of the null task's writes (`Command` and `update_state`); graph input is
+applied by LangGraph's `__start__` task."""
+NULL_TASK_ID = "00000000-0000-0000-0000-000000000000"
+"""The task id of writes that belong to no task (`Command(resume=...)`, `update_state`)."""
+NAMESPACE_SEPARATOR = "|"
+"""Joins the namespaces of nested subgraphs: ``parent:<task id>|child:<task id>``."""
+TASK_SEPARATOR = ":"
+"""Joins a subgraph's node and task id inside one namespace segment: ``<node>:<task id>``."""
+
+
+def node_of_task(task_id: str, task_path: str, sends: Iterable[str] = ()) -> str | None:
+    """The node a task ran, from its `task_path` (``~__pregel_pull, <node>``).
+
+    Push tasks (``~__pregel_push, <index>, ...``) name the index of a `Send` in the checkpoint's
+    task channel; `sends` are the target nodes of those sends, when known. The null task
+    (`Command` and `update_state` writes) is `__input__`.
+    """
+    if task_id == NULL_TASK_ID:
+        return INPUT_NODE
+    if task_path.startswith(PULL_PREFIX):
+        node = task_path[len(PULL_PREFIX) :]
+        return node.split(",", 1)[0].strip() or None
+    if task_path.startswith(PUSH_PREFIX):
+        index = task_path[len(PUSH_PREFIX) :].split(",", 1)[0].strip()
+        targets = list(sends)
+        if index.isdigit() and int(index) < len(targets):
+            return targets[int(index)]
+    return None
+
+
+def send_targets(tasks_value: Any) -> list[str]:
+    """Target node names of the `Send` packets in a checkpoint's task channel value."""
+    if not isinstance(tasks_value, list | tuple):
+        return []
+    return [str(getattr(send, "node", "")) for send in tasks_value]
+
+
+def is_bookkeeping_channel(channel: str) -> bool:
+    """Whether a channel is LangGraph's bookkeeping rather than graph state: `branch:to:<node>`
+    triggers, `join:...` barriers and dunder channels (`__start__`, `__pregel_tasks`)."""
+    return channel.startswith((BRANCH_PREFIX, JOIN_PREFIX, "__"))
+
+
+def triggered_nodes(channel_values: Mapping[str, Any]) -> set[str]:
+    """Nodes a checkpoint's channels trigger next: `branch:to:<node>` triggers, the target of a
+    waiting edge's `join:<a>+<b>:<node>` barrier that every source has reached, and `Send`
+    targets."""
+    nodes = {
+        name[len(BRANCH_PREFIX) :] for name in channel_values if name.startswith(BRANCH_PREFIX)
+    }
+    for name, seen in channel_values.items():
+        if name.startswith(JOIN_PREFIX) and isinstance(seen, set | frozenset | list | tuple):
+            sources, _, target = name[len(JOIN_PREFIX) :].rpartition(":")
+            if sources and set(sources.split("+")) <= set(seen):
+                nodes.add(target)
+    nodes.update(send_targets(channel_values.get(TASKS_CHANNEL)))
+    return nodes
+
+
+def parent_namespace(namespace: str) -> str:
+    """The namespace of the graph that runs a subgraph (or a task) whose namespace is
+    `namespace`: ``a:1|b:2`` -> ``a:1``, ``a:1`` -> ``""`` (the root graph)."""
+    return namespace.rpartition(NAMESPACE_SEPARATOR)[0]
+
+
+def task_checkpoint_id(configurable: Mapping[str, Any]) -> Any:
+    """The checkpoint a running task's graph stepped from, read from the task's configurable
+    (LangGraph's `checkpoint_map`, keyed by the graph's namespace), or None."""
+    checkpoint_map = configurable.get("checkpoint_map")
+    if not isinstance(checkpoint_map, Mapping):
+        return None
+    namespace = str(configurable.get("checkpoint_ns") or "")
+    return checkpoint_map.get(parent_namespace(namespace))

@@ -1,0 +1,341 @@
+"""What a checkpoint write reports: the put's nodes, hashes, sizes, growth, channel and tool-call
+events, divergence findings and the telemetry stored with it; and which node a pending-writes
+call's task ran."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from langchain_core.runnables import RunnableConfig
+from langgraph.checkpoint.base import ChannelVersions, Checkpoint, CheckpointMetadata
+from opentelemetry.util.types import AttributeValue
+
+from langgraph.checkpoint.otel import names
+from langgraph.checkpoint.otel._langgraph.formats import node_of_task
+from langgraph.checkpoint.otel._langgraph.loop import update_node
+from langgraph.checkpoint.otel.analysis.divergence import Finding
+from langgraph.checkpoint.otel.analysis.hashing import StateDigest, StateHasher
+from langgraph.checkpoint.otel.analysis.records import (
+    PSEUDO_NODES,
+    UNKNOWN_NODE,
+    Scope,
+    StoredTelemetry,
+    bounded_text,
+    is_state_channel,
+    requested_tool_calls,
+    stored_nodes,
+    task_outcome,
+)
+from langgraph.checkpoint.otel.analysis.summary import summarize
+from langgraph.checkpoint.otel.core.calls import PutCall
+from langgraph.checkpoint.otel.core.runs import Runs
+from langgraph.checkpoint.otel.core.scope_state import Lineage, ScopeStates, SeenCheckpoint
+from langgraph.checkpoint.otel.core.telemetry import Operation, Telemetry
+from langgraph.checkpoint.otel.core.tool_registry import TOOL_CALLS
+from langgraph.checkpoint.otel.core.watch import DivergenceWatch
+from langgraph.checkpoint.otel.options import InstrumentOptions
+
+
+class PutReporter:
+    """Describes the puts and pending writes of one instrumented saver."""
+
+    def __init__(
+        self,
+        options: InstrumentOptions,
+        telemetry: Telemetry,
+        states: ScopeStates,
+        runs: Runs,
+        hasher: StateHasher,
+        watch: DivergenceWatch,
+    ) -> None:
+        self._options = options
+        self._telemetry = telemetry
+        self._states = states
+        self._runs = runs
+        self._hasher = hasher
+        self._watch = watch
+
+    # --- puts -------------------------------------------------------------------------------
+
+    def store_migrated(self, call: PutCall, scope: Scope, checkpoint: Checkpoint) -> None:
+        """The first put after a migration also stores the channels it changed (at the new
+        versions the loaded checkpoint was given, unless the run changed them since)."""
+        with self._states.lock:
+            state = self._states.peek(scope)
+            if state is None or not state.migrated:
+                return
+            migrated, state.migrated = state.migrated, {}
+        versions = checkpoint.get("channel_versions") or {}
+        extra = {c: v for c, v in migrated.items() if versions.get(c) == v}
+        call.new_versions = {**extra, **call.new_versions}
+
+    def describe_put(
+        self,
+        op: Operation,
+        call: PutCall,
+        scope: Scope,
+        config: RunnableConfig,
+        checkpoint: Checkpoint,
+        new_versions: ChannelVersions,
+    ) -> None:
+        """Set the put span's attributes and events; `call.metadata` gets the stored
+        telemetry, `call.findings` the divergences found."""
+        parent_id = (config.get("configurable") or {}).get("checkpoint_id")
+        values = checkpoint.get("channel_values") or {}
+        metadata = call.metadata
+        nodes, resumed_from = self._nodes_applied(
+            scope, parent_id, checkpoint, metadata.get("source")
+        )
+        attributes: dict[str, AttributeValue] = {
+            names.NODES: nodes,
+            names.CHANNELS_CHANGED: sorted(c for c in new_versions if is_state_channel(c)),
+            names.VERSION: int(checkpoint.get("v", 0)),
+        }
+        if parent_id is not None:
+            attributes[names.PARENT_ID] = bounded_text(parent_id)
+        if isinstance(metadata.get("step"), int):
+            attributes[names.STEP] = metadata["step"]
+        if metadata.get("source") is not None:
+            attributes[names.SOURCE] = str(metadata["source"])
+        if resumed_from is not None:
+            attributes[names.RESUME_FROM_CHECKPOINT_ID] = bounded_text(resumed_from[1])
+        schema_version = self._options.schema_version
+        if schema_version is not None:
+            attributes[names.SCHEMA_VERSION] = schema_version
+
+        digest: StateDigest | None = None
+        if op.recording or self._telemetry.metrics_recording():
+            # the hasher has its own lock: other threads' calls do not wait for this hashing
+            digest = self._telemetry.guard(
+                "hash state",
+                self._hasher.digest_state,
+                scope,
+                values,
+                checkpoint.get("channel_versions") or {},
+                [c for c in new_versions if c in values],
+            )
+        state_hash: str | None = None
+        channel_digests: dict[str, tuple[str, int]] = {}
+        lineage: Lineage | None = None
+        if digest is not None:
+            attributes[names.STATE_HASH] = digest.state_hash
+            attributes[names.SIZE_BYTES] = digest.size_bytes
+            attributes[names.WRITTEN_BYTES] = digest.written_bytes
+            lineage = self._grow(scope, checkpoint, parent_id, digest, attributes)
+            state_changes = [c for c in digest.changed if is_state_channel(c)]
+            self._channel_events(op, digest, state_changes, values)
+            if op.recording:
+                self._tool_call_events(op, digest, values, parent_id is None)
+            self._telemetry.record_sizes(
+                digest.size_bytes, [(c, digest.channels[c].size) for c in state_changes]
+            )
+            if self._options.store_hashes:
+                state_hash = digest.state_hash
+                channel_digests = {name: (d.hash, d.size) for name, d in digest.channels.items()}
+        call.findings = self._watch.observe_put(
+            scope,
+            config,
+            checkpoint,
+            metadata,
+            nodes=nodes,
+            channel_hashes=(
+                {name: d.hash for name, d in digest.channels.items()} if digest else None
+            ),
+            state_hash=digest.state_hash if digest else None,
+        )
+        if call.findings:
+            attributes[names.DIVERGENCE_DETECTED] = True
+            self._report_findings(op, call.findings)
+        op.set(attributes)
+        context = op.trace_context()
+        if (state_hash or context or lineage or schema_version) and not _user_claims_metadata_key(
+            config, metadata
+        ):
+            stored = StoredTelemetry(
+                state_hash,
+                channel_digests,
+                tuple(nodes),
+                context.carrier() if context else {},
+                resumed_from,
+                schema_version,
+                lineage,
+            )
+            call.metadata = {**metadata, names.METADATA_KEY: stored.to_metadata()}  # type: ignore[typeddict-unknown-key]
+
+    def _nodes_applied(
+        self, scope: Scope, parent_id: str | None, checkpoint: Checkpoint, source: Any
+    ) -> tuple[list[str], tuple[str, str] | None]:
+        """The nodes whose writes the checkpoint applies (the tasks that wrote on its parent,
+        nodes whose `versions_seen` moved, and on a loop step the parent's `Send` targets,
+        which all ran in the step; a fork copy applies none), and the resume this put is the
+        first put of, if any."""
+        with self._states.lock:
+            state = self._states.get(scope)
+            previous, state.last_checkpoint = state.last_checkpoint, SeenCheckpoint.of(checkpoint)
+            # consumed: the writes on the parent are applied by this put
+            writers = state.writers.pop(str(parent_id), set())
+            resumed_from, state.resumed_from = state.resumed_from, None
+        if source == "fork":
+            return [], resumed_from
+        nodes = set(writers)
+        loop = self._runs.loop_of(scope)
+        if loop is not None:
+            nodes.update(loop.applied_nodes(str(parent_id), str(checkpoint.get("id", ""))))
+        versions_seen = checkpoint.get("versions_seen") or {}
+        if parent_id is None:  # the thread's first checkpoint
+            nodes.update(stored_nodes(versions_seen, source, None))
+        elif previous is not None and previous.id == parent_id:
+            nodes.update(
+                stored_nodes(versions_seen, source, previous.versions_seen, previous.sends)
+            )
+        return sorted(nodes), resumed_from
+
+    def _grow(
+        self,
+        scope: Scope,
+        checkpoint: Checkpoint,
+        parent_id: str | None,
+        digest: StateDigest,
+        attributes: dict[str, AttributeValue],
+    ) -> Lineage | None:
+        """The thread's line so far (continued from the parent's), and the largest channel."""
+        largest = digest.largest
+        if largest is not None and not is_state_channel(largest):  # rare: LangGraph's own
+            largest = max(
+                (c for c in digest.channels if is_state_channel(c)),
+                key=lambda c: digest.channels[c].size,
+                default=None,
+            )
+        if largest is not None:
+            attributes[names.LARGEST_CHANNEL] = largest
+            attributes[names.LARGEST_CHANNEL_SIZE_BYTES] = digest.channels[largest].size
+        with self._states.lock:
+            lineages = self._states.get(scope).lineages
+            parent = (0, 0) if not parent_id else lineages.get(str(parent_id))
+            if parent is None:
+                return None  # the parent's line is unknown (written without this library)
+            lineage = (parent[0] + 1, parent[1] + digest.written_bytes)
+            lineages[str(checkpoint.get("id", ""))] = lineage
+        self._runs.note_lineage(scope, lineage)
+        attributes[names.THREAD_CHECKPOINTS] = lineage[0]
+        attributes[names.THREAD_WRITTEN_BYTES] = lineage[1]
+        return lineage
+
+    def _channel_events(
+        self,
+        op: Operation,
+        digest: StateDigest,
+        channels: Sequence[str],
+        values: Mapping[str, Any],
+    ) -> None:
+        if not op.recording:
+            return
+        changed = sorted(channels, key=lambda c: -digest.channels[c].size)
+        for channel in changed[: self._options.max_channel_events]:
+            channel_digest = digest.channels[channel]
+            previous = digest.previous.get(channel)
+            op.event(
+                names.EVENT_CHANNEL,
+                {
+                    names.CHANNEL_NAME: channel,
+                    names.CHANNEL_HASH: channel_digest.hash,
+                    names.CHANNEL_SIZE_BYTES: channel_digest.size,
+                    names.CHANNEL_SUMMARY: summarize(
+                        values.get(channel), previous.count if previous else None
+                    ),
+                },
+            )
+
+    def _tool_call_events(
+        self, op: Operation, digest: StateDigest, values: Mapping[str, Any], first: bool
+    ) -> None:
+        """One `langgraph.tool_call` event per tool call the new messages request (known only
+        where the hasher saw the channel's previous length, or on a thread's first put)."""
+        channel = self._options.messages_channel
+        messages = values.get(channel)
+        if channel not in digest.changed or not isinstance(messages, list):
+            return
+        previous = digest.previous.get(channel)
+        start = previous.count if previous is not None else (0 if first else None)
+        if start is None:
+            return
+        calls = requested_tool_calls(messages[start:])
+        if not calls:
+            return
+        TOOL_CALLS.note(calls)
+        for call_id, call in calls[: self._options.max_channel_events]:
+            op.event(
+                names.EVENT_TOOL_CALL,
+                {
+                    names.TOOL_NAME: bounded_text(call.name),
+                    names.TOOL_CALL_ID: call_id,
+                    names.TOOL_IDEMPOTENCY_KEY: bounded_text(call.key),
+                },
+            )
+
+    def _report_findings(self, op: Operation, findings: list[Finding]) -> None:
+        for finding in findings:
+            event: dict[str, AttributeValue] = {
+                names.DIVERGENCE_KIND: finding.kind,
+                names.DIVERGENCE_REFERENCE_CHECKPOINT_ID: finding.reference_checkpoint_id,
+            }
+            if finding.step is not None:
+                event[names.DIVERGENCE_STEP] = finding.step
+            if finding.node is not None:
+                event[names.DIVERGENCE_NODE] = finding.node
+            if finding.channel is not None:
+                event[names.DIVERGENCE_CHANNEL] = finding.channel
+            if finding.expected is not None:
+                event[names.DIVERGENCE_EXPECTED] = finding.expected
+            if finding.actual is not None:
+                event[names.DIVERGENCE_ACTUAL] = finding.actual
+            op.event(names.EVENT_DIVERGENCE, event)
+            self._telemetry.count_divergence(finding.kind)
+
+    # --- pending writes ---------------------------------------------------------------------
+
+    def describe_writes(
+        self,
+        config: RunnableConfig,
+        scope: Scope,
+        writes: Sequence[tuple[str, Any]],
+        task_id: str,
+        task_path: str,
+    ) -> dict[str, AttributeValue]:
+        """The attributes of a pending-writes call; notes the task's node as a writer on the
+        checkpoint it ran from (the child checkpoint applies it)."""
+        checkpoint_id = str((config.get("configurable") or {}).get("checkpoint_id", ""))
+        channels = [channel for channel, _ in writes]
+        with self._states.lock:
+            seen = self._states.get(scope).last_checkpoint
+        sends = seen.sends if seen is not None and seen.id == checkpoint_id else []
+        node = node_of_task(task_id, task_path, sends)
+        if node is None and (loop := self._runs.loop_of(scope)) is not None:
+            # a push task whose checkpoint's put is not seen yet (durability `async`)
+            node = loop.task_node(task_id)
+        if node is None:
+            node = update_node(task_id)  # update_state(..., as_node=...)
+        if node is not None and node not in PSEUDO_NODES:
+            with self._states.lock:
+                self._states.get(scope).note_writer(checkpoint_id, node)
+        return {
+            names.TASK_ID: task_id,
+            names.TASK_PATH: task_path,
+            names.TASK_NODE: node or UNKNOWN_NODE,
+            names.WRITES_CHANNELS: sorted(set(channels)),
+            names.WRITES_COUNT: len(writes),
+            names.TASK_OUTCOME: task_outcome(channels),
+        }
+
+
+def _user_claims_metadata_key(config: RunnableConfig, metadata: CheckpointMetadata) -> bool:
+    """Whether the stored metadata would carry a user's own value under our key.
+
+    Savers merge `config["metadata"]` and `config["configurable"]` into the stored metadata;
+    a user's value there is kept as is and no hashes are stored.
+    """
+    return any(
+        names.METADATA_KEY in source
+        for source in (metadata, config.get("metadata") or {}, config.get("configurable") or {})
+    )

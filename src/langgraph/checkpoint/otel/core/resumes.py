@@ -1,0 +1,257 @@
+"""What a load reports: the checkpoint loaded and, for a run's load, the resume (its kind, the
+link to the put that wrote the checkpoint, a schema mismatch) and the migrations applied to
+it; and what the resumed run's later calls need (the divergence watch, the tool calls in
+flight, the hashes already known)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from langgraph.checkpoint.base import Checkpoint, CheckpointTuple
+from opentelemetry.util.types import AttributeValue
+
+from langgraph.checkpoint.otel import names
+from langgraph.checkpoint.otel.analysis.hashing import StateHasher
+from langgraph.checkpoint.otel.analysis.lineage import (
+    LoadedCheckpoint,
+    Resume,
+    RunStart,
+    classify_resume,
+    parse_carrier,
+)
+from langgraph.checkpoint.otel.analysis.records import (
+    Scope,
+    StoredTelemetry,
+    bounded_text,
+    last_tool_requests,
+    read_stored_telemetry,
+)
+from langgraph.checkpoint.otel.core.calls import LoadCall, NextVersion, config_attributes
+from langgraph.checkpoint.otel.core.scope_state import ScopeStates, SeenCheckpoint, scope_of
+from langgraph.checkpoint.otel.core.telemetry import Operation, Telemetry
+from langgraph.checkpoint.otel.core.tool_registry import TOOL_CALLS
+from langgraph.checkpoint.otel.core.watch import DivergenceWatch
+from langgraph.checkpoint.otel.options import InstrumentOptions
+
+LINK_CHECKPOINT_WRITER = "checkpoint_writer"
+_IN_FLIGHT_KINDS = frozenset({"crash", "error", "interrupt"})
+"""Resumes after which a tool call requested but not answered may already have run."""
+
+
+class ResumeReporter:
+    """Describes the loads of one instrumented saver, and resumes above all."""
+
+    def __init__(
+        self,
+        options: InstrumentOptions,
+        telemetry: Telemetry,
+        states: ScopeStates,
+        hasher: StateHasher,
+        watch: DivergenceWatch,
+    ) -> None:
+        self._options = options
+        self._telemetry = telemetry
+        self._states = states
+        self._hasher = hasher
+        self._watch = watch
+
+    def describe_load(self, call: LoadCall, result: Any, latest: Any) -> None:
+        """Set the load span's attributes; a run's load becomes a resume span."""
+        op = call.op
+        if op is None or result is None:
+            return
+        attributes = _loaded_attributes(result)
+        if not isinstance(result, CheckpointTuple):
+            op.set(attributes)
+            return
+        stored = read_stored_telemetry(result.metadata)
+        scope = scope_of(result.config)
+        checkpoint_id = str(result.checkpoint.get("id", ""))
+        if stored is not None and stored.lineage is not None:
+            with self._states.lock:
+                self._states.get(scope).lineages[checkpoint_id] = stored.lineage
+        if call.run is not None and call.config is not None:
+            resume = _classify(call.run, result, latest, stored)
+            op.rename(names.SPAN_RESUME, "resume")
+            attributes.update(_resume_attributes(resume, result))
+            writer = parse_carrier(stored.carrier if stored else None)
+            if writer is not None:
+                op.link(writer, {names.LINK_TYPE: LINK_CHECKPOINT_WRITER})
+                attributes[names.RESUME_WRITER_TRACE_ID] = f"{writer.trace_id:032x}"
+                attributes[names.RESUME_WRITER_SPAN_ID] = f"{writer.span_id:016x}"
+            if call.run_trace is not None:
+                call.run_trace.set({names.RESUME_KIND: resume.kind})
+            call.migration = self._check_schema(op, stored, attributes)
+            self._note_tool_requests(scope, resume, result)
+            with self._states.lock:
+                state = self._states.get(scope)
+                state.last_checkpoint = SeenCheckpoint.of(result.checkpoint)
+                state.resumed_from = (resume.kind, resume.from_checkpoint_id)
+            self._watch.start(scope, resume, result)
+            if resume.kind == "fork":
+                call.walk = self._watch.reference_walk(scope, result, latest)
+            self._hasher.adopt(
+                scope,
+                result.checkpoint.get("channel_values") or {},
+                result.checkpoint.get("channel_versions") or {},
+                # a migrated checkpoint's values are not the ones its hashes describe
+                stored.channels if stored is not None and not call.migration else None,
+            )
+            self._telemetry.count_resume(resume.kind)
+        op.set(attributes)
+
+    def _check_schema(
+        self, op: Operation, stored: StoredTelemetry | None, attributes: dict[str, AttributeValue]
+    ) -> tuple[str, str] | None:
+        """Report a resume of a checkpoint written under another schema version; the
+        (written, running) versions when declared migrations must be applied."""
+        running = self._options.schema_version
+        if running is not None:
+            attributes[names.SCHEMA_VERSION] = running
+        if stored is None:
+            return None  # written without this library, or with telemetry off: unknown
+        written = stored.schema_version or names.UNVERSIONED
+        running = running or names.UNVERSIONED
+        if written == running:
+            return None
+        op.event(
+            names.EVENT_SCHEMA_MISMATCH,
+            {names.SCHEMA_WRITTEN_VERSION: written, names.SCHEMA_RUNNING_VERSION: running},
+        )
+        self._telemetry.count_schema_mismatch(written, running)
+        return (written, running) if self._options.migrations is not None else None
+
+    def apply_migrations(
+        self, call: LoadCall, loaded: CheckpointTuple, next_version: NextVersion
+    ) -> CheckpointTuple:
+        """The loaded checkpoint with the declared migrations applied, one span each.
+
+        The channels a migration changed get a new version (above every version in the
+        checkpoint), and the run's first put stores them as written, so the migrated values
+        persist instead of the stored ones. Raises `SchemaMigrationError`.
+        """
+        assert call.migration is not None and self._options.migrations is not None
+        written, running = call.migration
+        path = self._options.migrations.path(written, running)
+        checkpoint = loaded.checkpoint
+        values: dict[str, Any] = dict(checkpoint.get("channel_values") or {})
+        attributes = config_attributes(loaded.config)
+        for step in path:
+            span_attributes = {
+                **attributes,
+                names.MIGRATION_FROM: step.source,
+                names.MIGRATION_TO: step.target,
+            }
+            with self._telemetry.operation(
+                names.SPAN_MIGRATE, "migrate", span_attributes, run=call.run_trace
+            ):
+                values = step.apply(values)
+        original = checkpoint.get("channel_values") or {}
+        changed = sorted(c for c in values if c not in original or _differs(values[c], original[c]))
+        dropped = set(original) - set(values)
+        versions: dict[str, Any] = {
+            c: v for c, v in (checkpoint.get("channel_versions") or {}).items() if c not in dropped
+        }
+        if changed:
+            bumped = next_version(max(versions.values(), default=None), None)
+            versions.update(dict.fromkeys(changed, bumped))
+        scope = scope_of(loaded.config)
+        self._hasher.forget(lambda key: key == scope)
+        with self._states.lock:
+            self._states.get(scope).migrated = {c: versions[c] for c in changed}
+        migrated: Checkpoint = {
+            **checkpoint,
+            "channel_values": values,
+            "channel_versions": versions,
+        }
+        return CheckpointTuple(
+            loaded.config, migrated, loaded.metadata, loaded.parent_config, loaded.pending_writes
+        )
+
+    def _note_tool_requests(self, scope: Scope, resume: Resume, loaded: CheckpointTuple) -> None:
+        """Note the last tool calls the loaded state requests (for the resumed run's tool
+        spans) and, after a crash, error or interrupt, those never answered: in flight when
+        the last run stopped (their side effects may have run). After a `continue` nothing
+        is scheduled: no tool runs from the loaded state."""
+        if resume.kind == "continue":
+            TOOL_CALLS.note_in_flight(scope[0], ())
+            return
+        messages = (loaded.checkpoint.get("channel_values") or {}).get(
+            self._options.messages_channel
+        )
+        if not isinstance(messages, list):
+            return
+        calls, answered = last_tool_requests(messages)
+        TOOL_CALLS.note(calls)
+        in_flight = (
+            [bounded_text(call.key) for call_id, call in calls if call_id not in answered]
+            if resume.kind in _IN_FLIGHT_KINDS
+            else []
+        )
+        TOOL_CALLS.note_in_flight(scope[0], in_flight)
+
+
+def _classify(
+    run: RunStart, loaded: CheckpointTuple, latest: Any, stored: StoredTelemetry | None
+) -> Resume:
+    explicit = run.explicit_checkpoint and (
+        isinstance(latest, CheckpointTuple) and latest.checkpoint["id"] != loaded.checkpoint["id"]
+    )
+    facts = LoadedCheckpoint(
+        checkpoint_id=str(loaded.checkpoint["id"]),
+        source=(loaded.metadata or {}).get("source"),
+        channel_values=loaded.checkpoint.get("channel_values") or {},
+        pending_write_channels=[w[1] for w in loaded.pending_writes or ()],
+        nodes=stored.nodes if stored else (),
+    )
+    return classify_resume(facts, RunStart(explicit, run.interrupt_before, run.interrupt_after))
+
+
+def _differs(new: Any, old: Any) -> bool:
+    """Whether a migrated channel value differs from the loaded one (unsure: it does)."""
+    if new is old:
+        return False
+    try:
+        return bool(new != old)
+    except Exception:
+        return True
+
+
+def _loaded_attributes(result: Any) -> dict[str, AttributeValue]:
+    checkpoint = getattr(result, "checkpoint", result)
+    attributes: dict[str, AttributeValue] = {
+        **config_attributes(getattr(result, "config", None)),
+        names.CHECKPOINT_ID: bounded_text(checkpoint.get("id", "")),
+    }
+    metadata = getattr(result, "metadata", None) or {}
+    if isinstance(metadata.get("step"), int):
+        attributes[names.STEP] = metadata["step"]
+    if metadata.get("source") is not None:
+        attributes[names.SOURCE] = str(metadata["source"])
+    return attributes
+
+
+def _resume_attributes(resume: Resume, loaded: CheckpointTuple) -> dict[str, AttributeValue]:
+    attributes: dict[str, AttributeValue] = {
+        names.RESUME_KIND: resume.kind,
+        names.RESUME_FROM_CHECKPOINT_ID: bounded_text(resume.from_checkpoint_id),
+        names.RESUME_PENDING_WRITES: resume.pending_writes,
+        names.RESUME_TASKS: list(resume.tasks),
+    }
+    age = _age_seconds(loaded.checkpoint.get("ts"))
+    if age is not None:
+        attributes[names.RESUME_CHECKPOINT_AGE_S] = age
+    return attributes
+
+
+def _age_seconds(timestamp: Any) -> float | None:
+    if not isinstance(timestamp, str):
+        return None
+    try:
+        written = datetime.fromisoformat(timestamp)
+    except ValueError:
+        return None
+    if written.tzinfo is None:
+        written = written.replace(tzinfo=UTC)
+    return max(0.0, (datetime.now(UTC) - written).total_seconds())

@@ -1,0 +1,209 @@
+"""Graph runs: from the load that starts one to the loop's exit, one trace each.
+
+A run begins with the load its loop makes while entering (see `_langgraph.loop`): its trace is
+the span current then, else the enclosing graph's run (a subgraph), else a new
+`langgraph.run` span. Every span of the run's (thread, namespace), and of its subgraphs', is
+put in that trace. A sync run's span is made current in the thread that runs it (LangGraph's
+worker threads copy it); an async run's is made current only inside its node tasks, never in
+the caller's context (the loop exits in another task, and a stream can be consumed across
+tasks or abandoned half-way). When the loop exits, the run's span ends with its outcome, the
+task outcomes counted during the run are recorded, and the scope's state is forgotten.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import Counter
+from collections.abc import Iterator
+from contextlib import AbstractContextManager, contextmanager
+from dataclasses import dataclass, field
+
+from langchain_core.runnables import RunnableConfig
+from opentelemetry import context as otel_context
+from opentelemetry import trace
+
+from langgraph.checkpoint.otel import names
+from langgraph.checkpoint.otel._langgraph import loop as langgraph_loop
+from langgraph.checkpoint.otel._langgraph.loop import LoopRun, RunOutcome
+from langgraph.checkpoint.otel.analysis.hashing import StateHasher
+from langgraph.checkpoint.otel.analysis.records import Scope
+from langgraph.checkpoint.otel.bounded import BoundedDict
+from langgraph.checkpoint.otel.core.calls import config_attributes
+from langgraph.checkpoint.otel.core.scope_state import (
+    Lineage,
+    ScopeStates,
+    enclosing_scope,
+    scope_of,
+)
+from langgraph.checkpoint.otel.core.telemetry import RunTrace, Telemetry
+
+
+@dataclass(slots=True)
+class Run:
+    """A graph run in progress on one (thread, namespace): its trace and its loop."""
+
+    trace: RunTrace
+    loop: LoopRun
+    task_outcomes: Counter[tuple[str, str]] = field(default_factory=Counter)
+    """(node, outcome) -> pending-write calls, recorded when the run ends (one measurement
+    per pair instead of one per call)."""
+    lineage: Lineage | None = None
+    """The thread's line at the run's last put, recorded when the run ends."""
+    ended: bool = False
+
+
+class Runs:
+    """The runs in progress through one instrumented saver."""
+
+    def __init__(
+        self, telemetry: Telemetry, states: ScopeStates, hasher: StateHasher, max_runs: int
+    ) -> None:
+        self._telemetry = telemetry
+        self._states = states
+        self._hasher = hasher
+        self._lock = threading.Lock()
+        self._runs: BoundedDict[Scope, Run] = BoundedDict(max_runs)
+
+    def begin(self, config: RunnableConfig, loop: LoopRun) -> RunTrace:
+        """Open the run's trace and keep it for the spans of its scope until the loop exits."""
+        scope = scope_of(config)
+        attributes = {
+            k: v
+            for k, v in config_attributes(config).items()
+            if k in (names.THREAD_ID, names.CONVERSATION_ID)
+        }
+        if loop.graph_name is not None:
+            attributes[names.GRAPH_NAME] = loop.graph_name
+        enclosing = self.trace_of(enclosing_scope(scope)) if scope[1] else None
+        run_trace = self._telemetry.begin_run(
+            attributes, parent=enclosing, activate=not loop.is_async
+        )
+        run = Run(run_trace, loop)
+        with self._lock:
+            self._runs[scope] = run
+        if loop.is_async:
+            _ASYNC_RUNS.add(scope, run_trace)
+        loop.watch_steps(self._telemetry.fault)
+
+        def ended(outcome: RunOutcome, error: BaseException | None) -> None:
+            self._telemetry.guard("end run", self._end, scope, run, outcome, error)
+
+        if not loop.on_exit(ended):
+            ended("finished", None)
+        return run_trace
+
+    def abort(self, config: RunnableConfig, run_trace: RunTrace, error: BaseException) -> None:
+        """The loop's entry failed (the inner load, a migration): it never exits, so the run
+        ends here."""
+        scope = scope_of(config)
+        with self._lock:
+            run = self._runs.get(scope)
+        if run is not None and run.trace is run_trace:
+            self._end(scope, run, "error", error)
+
+    def _end(
+        self, scope: Scope, run: Run, outcome: RunOutcome, error: BaseException | None
+    ) -> None:
+        with self._lock:
+            if run.ended:
+                return
+            run.ended = True
+            current = self._runs.get(scope) is run
+            if current:
+                del self._runs[scope]
+            counts, run.task_outcomes = run.task_outcomes, Counter()
+        if current:
+            self._states.drop(scope)
+        _ASYNC_RUNS.remove(scope, run.trace)
+        for (node, kind), calls in counts.items():
+            self._telemetry.count_task_outcome(node, kind, calls)
+        if run.lineage is not None:
+            self._telemetry.record_thread_growth(*run.lineage)
+        self._hasher.release(scope)
+        self._telemetry.end_run(run.trace, outcome, error)
+
+    def trace_of(self, scope: Scope) -> RunTrace | None:
+        """The trace of the run in `scope`, or else of the nearest enclosing graph's run."""
+        with self._lock:
+            while (run := self._runs.get(scope)) is None and scope[1]:
+                scope = enclosing_scope(scope)
+        return run.trace if run is not None else None
+
+    def loop_of(self, scope: Scope) -> LoopRun | None:
+        """The loop of the run in `scope`, if one is in progress."""
+        with self._lock:
+            run = self._runs.get(scope)
+        return run.loop if run is not None else None
+
+    def count_task(self, scope: Scope, node: str, outcome: str) -> None:
+        """Count a pending-writes call: on its run (recorded when the run ends), else now."""
+        with self._lock:
+            run = self._runs.get(scope)
+            if run is not None:
+                run.task_outcomes[(node, outcome)] += 1
+                return
+        self._telemetry.count_task_outcome(node, outcome)
+
+    def note_lineage(self, scope: Scope, lineage: Lineage) -> None:
+        """The thread's line at the last put of the root graph's run in `scope`."""
+        if scope[1]:
+            return
+        with self._lock:
+            run = self._runs.get(scope)
+            if run is not None:
+                run.lineage = lineage
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._runs)
+
+
+class _AsyncRuns:
+    """The traces of async runs in progress, process-wide (a task does not know which saver
+    its run loads through), for the node tasks that run their code (see `task_scope`)."""
+
+    def __init__(self, max_runs: int) -> None:
+        self._lock = threading.Lock()
+        self._traces: BoundedDict[Scope, RunTrace] = BoundedDict(max_runs)
+
+    def add(self, scope: Scope, run_trace: RunTrace) -> None:
+        with self._lock:
+            self._traces[scope] = run_trace
+
+    def remove(self, scope: Scope, run_trace: RunTrace) -> None:
+        with self._lock:
+            if self._traces.get(scope) is run_trace:
+                del self._traces[scope]
+
+    def task_scope(self, thread_id: str, namespace: str) -> AbstractContextManager[None] | None:
+        """Where a task of the graph at (`thread_id`, `namespace`) runs its code: under its
+        run's span (or the nearest enclosing graph's run) when no span is current."""
+        if not self._traces:
+            return None
+        scope: Scope = (thread_id, namespace)
+        with self._lock:
+            while (run_trace := self._traces.get(scope)) is None and scope[1]:
+                scope = enclosing_scope(scope)
+        if run_trace is None or trace.get_current_span().get_span_context().is_valid:
+            return None
+        return _current_span_of(run_trace)
+
+
+@contextmanager
+def _current_span_of(run_trace: RunTrace) -> Iterator[None]:
+    """Make the run's span current (keeping the rest of the current context) meanwhile."""
+    context = trace.set_span_in_context(trace.get_current_span(run_trace.context))
+    token = otel_context.attach(context)
+    try:
+        yield
+    finally:
+        otel_context.detach(token)
+
+
+_ASYNC_RUNS = _AsyncRuns(max_runs=4096)
+
+
+def install_loop_hooks() -> None:
+    """Let LangGraph's loop tell runs to every instrumented saver (idempotent)."""
+    langgraph_loop.install()
+    langgraph_loop.set_task_scope(_ASYNC_RUNS.task_scope)

@@ -1,0 +1,275 @@
+"""Runs are recognised whatever sits between LangGraph and the wrapper: a user's delegating
+saver (a cache, a retry layer), two of them, the Agent Server's own `_CustomCheckpointerAdapter`,
+a saver that hops to a worker thread, or a delegating saver inside the wrapper. Each gives the
+same spans as the wrapper alone: runs, linked resumes of every kind, nodes, divergence."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
+from typing import Any
+
+import pytest
+from langchain_core.runnables import RunnableConfig
+from langgraph.checkpoint.base import (
+    BaseCheckpointSaver,
+    ChannelVersions,
+    Checkpoint,
+    CheckpointMetadata,
+    CheckpointTuple,
+)
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.types import Command
+from opentelemetry.sdk.trace import ReadableSpan
+
+import agents
+from helpers import OTel
+from langgraph.checkpoint.otel import instrument, names
+from sync_adapter import to_thread_adapter
+
+
+class Delegating(BaseCheckpointSaver[Any]):
+    """A user's own layer in front of a saver (a cache, a retry layer): delegates every call."""
+
+    def __init__(self, inner: BaseCheckpointSaver[Any]) -> None:
+        super().__init__(serde=inner.serde)
+        self.saver = inner
+
+    def get_next_version(self, current: Any, channel: None) -> Any:
+        return self.saver.get_next_version(current, channel)
+
+    def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
+        return self.saver.get_tuple(config)
+
+    async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
+        return await self.saver.aget_tuple(config)
+
+    def list(self, config: RunnableConfig | None, **kwargs: Any) -> Iterator[CheckpointTuple]:
+        yield from self.saver.list(config, **kwargs)
+
+    async def alist(
+        self, config: RunnableConfig | None, **kwargs: Any
+    ) -> AsyncIterator[CheckpointTuple]:
+        async for item in self.saver.alist(config, **kwargs):
+            yield item
+
+    def put(
+        self,
+        config: RunnableConfig,
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new_versions: ChannelVersions,
+    ) -> RunnableConfig:
+        return self.saver.put(config, checkpoint, metadata, new_versions)
+
+    async def aput(
+        self,
+        config: RunnableConfig,
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new_versions: ChannelVersions,
+    ) -> RunnableConfig:
+        return await self.saver.aput(config, checkpoint, metadata, new_versions)
+
+    def put_writes(
+        self,
+        config: RunnableConfig,
+        writes: Sequence[tuple[str, Any]],
+        task_id: str,
+        task_path: str = "",
+    ) -> None:
+        self.saver.put_writes(config, writes, task_id, task_path)
+
+    async def aput_writes(
+        self,
+        config: RunnableConfig,
+        writes: Sequence[tuple[str, Any]],
+        task_id: str,
+        task_path: str = "",
+    ) -> None:
+        await self.saver.aput_writes(config, writes, task_id, task_path)
+
+    def delete_thread(self, thread_id: str) -> None:
+        self.saver.delete_thread(thread_id)
+
+    async def adelete_thread(self, thread_id: str) -> None:
+        await self.saver.adelete_thread(thread_id)
+
+
+def server_adapter(saver: BaseCheckpointSaver[Any]) -> BaseCheckpointSaver[Any]:
+    """The Agent Server's own adapter, as it wraps a `langgraph.json` custom checkpointer."""
+    # what `langgraph dev` sets before the server's modules are imported (in-memory runtime)
+    for name, value in (
+        ("REDIS_URI", "fake"),
+        ("DATABASE_URI", ":memory:"),
+        ("MIGRATIONS_PATH", "__inmem"),
+    ):
+        os.environ.setdefault(name, value)
+    from langgraph_api._checkpointer._adapter import (
+        CheckpointerCapabilities,
+        _CustomCheckpointerAdapter,
+    )
+
+    return _CustomCheckpointerAdapter(saver, CheckpointerCapabilities.from_type(type(saver)))
+
+
+Arrangement = Callable[[OTel], BaseCheckpointSaver[Any]]
+
+
+def wrapped(otel: OTel, inner: BaseCheckpointSaver[Any] | None = None) -> Any:
+    return instrument(
+        inner if inner is not None else InMemorySaver(),
+        tracer_provider=otel.tracer_provider,
+        meter_provider=otel.meter_provider,
+    )
+
+
+SYNC_ARRANGEMENTS: dict[str, Arrangement] = {
+    "alone": lambda otel: wrapped(otel),
+    "one delegating saver in front": lambda otel: Delegating(wrapped(otel)),
+    "two delegating savers in front": lambda otel: Delegating(Delegating(wrapped(otel))),
+    "a delegating saver inside": lambda otel: wrapped(otel, Delegating(InMemorySaver())),
+}
+ASYNC_ARRANGEMENTS: dict[str, Arrangement] = {
+    **SYNC_ARRANGEMENTS,
+    "the Agent Server's adapter": lambda otel: server_adapter(wrapped(otel)),
+    "the server's adapter over a user's saver": lambda otel: server_adapter(
+        Delegating(wrapped(otel))
+    ),
+    "a saver hopping to a worker thread": lambda otel: to_thread_adapter(wrapped(otel)),
+}
+
+
+def summary(spans: Sequence[ReadableSpan]) -> list[str]:
+    """What a user sees of the runs, trace by trace, in a form that does not depend on ids."""
+    by_trace: dict[int, list[ReadableSpan]] = {}
+    for span in spans:
+        assert span.context is not None
+        by_trace.setdefault(span.context.trace_id, []).append(span)
+    writers = {
+        f"{s.context.trace_id:032x}": index
+        for index, trace in enumerate(sorted(by_trace.values(), key=_started))
+        for s in trace
+        if s.context is not None
+    }
+    lines = []
+    for index, trace in enumerate(sorted(by_trace.values(), key=_started)):
+        for span in sorted(trace, key=lambda s: s.start_time or 0):
+            attrs = span.attributes or {}
+            parts = [f"trace {index}", span.name.removeprefix("langgraph.checkpoint.")]
+            for key in (
+                names.GRAPH_NAME,
+                names.RUN_OUTCOME,
+                names.RESUME_KIND,
+                names.STEP,
+                names.SOURCE,
+                names.NODES,
+                names.TASK_NODE,
+                names.TASK_OUTCOME,
+            ):
+                if key in attrs:
+                    value = attrs[key]
+                    parts.append(f"{key.rsplit('.', 1)[-1]}={_text(value)}")
+            writer = attrs.get(names.RESUME_WRITER_TRACE_ID)
+            if writer is not None:
+                parts.append(f"writer=trace {writers.get(str(writer), '?')}")
+            parts += [
+                f"{event.name}:{(event.attributes or {}).get(names.DIVERGENCE_KIND)}"
+                for event in span.events
+                if event.name == names.EVENT_DIVERGENCE
+            ]
+            lines.append(" ".join(parts))
+    return lines
+
+
+def _started(trace: list[ReadableSpan]) -> int:
+    return min(s.start_time or 0 for s in trace)
+
+
+def _text(value: Any) -> str:
+    return ",".join(map(str, value)) if isinstance(value, tuple | list) else str(value)
+
+
+def story(saver: BaseCheckpointSaver[Any]) -> list[Any]:
+    """Sync: a tool-calling run, a second turn, an interrupt and its resume, an update and a
+    run from it, and a fork of the first turn whose model changes its answer."""
+    script = agents.travel_script()
+    agent = agents.react_agent(saver, script)
+    results = [agent.invoke(agents.question(), agents.thread("a"))["messages"]]
+    results.append(agent.invoke(agents.question("And a hotel?"), agents.thread("a")))
+    approval = agents.approval_agent(saver)
+    approval.invoke(agents.question(), agents.thread("b"))
+    results.append(approval.invoke(Command(resume="yes"), agents.thread("b")))
+    approval.update_state(agents.thread("b"), agents.question("One more thing."))
+    results.append(approval.invoke(None, agents.thread("b")))
+    first_model_step = [
+        s for s in agent.get_state_history(agents.thread("a")) if s.next == ("agent",)
+    ][-1]
+    script.change(0, agents.calls(("book", {"flight": "FR7290"})))
+    results.append(agent.invoke(None, first_model_step.config))
+    return results
+
+
+async def astory(saver: BaseCheckpointSaver[Any]) -> list[Any]:
+    """`story`, async."""
+    script = agents.travel_script()
+    agent = agents.react_agent(saver, script)
+    results = [(await agent.ainvoke(agents.question(), agents.thread("a")))["messages"]]
+    results.append(await agent.ainvoke(agents.question("And a hotel?"), agents.thread("a")))
+    approval = agents.approval_agent(saver)
+    await approval.ainvoke(agents.question(), agents.thread("b"))
+    results.append(await approval.ainvoke(Command(resume="yes"), agents.thread("b")))
+    await approval.aupdate_state(agents.thread("b"), agents.question("One more thing."))
+    results.append(await approval.ainvoke(None, agents.thread("b")))
+    history = [s async for s in agent.aget_state_history(agents.thread("a"))]
+    first_model_step = [s for s in history if s.next == ("agent",)][-1]
+    script.change(0, agents.calls(("book", {"flight": "FR7290"})))
+    results.append(await agent.ainvoke(None, first_model_step.config))
+    return results
+
+
+@pytest.fixture(scope="module")
+def sync_alone() -> list[str]:
+    otel = OTel()
+    story(SYNC_ARRANGEMENTS["alone"](otel))
+    return summary(otel.spans())
+
+
+@pytest.fixture(scope="module")
+def async_alone() -> list[str]:
+    otel = OTel()
+    asyncio.run(astory(ASYNC_ARRANGEMENTS["alone"](otel)))
+    return summary(otel.spans())
+
+
+def test_the_wrapper_alone_sees_every_run_resume_and_the_divergence(
+    sync_alone: list[str], async_alone: list[str]
+) -> None:
+    for seen in (sync_alone, async_alone):
+        runs = [line for line in seen if "langgraph.run" in line]
+        assert len(runs) == 6, seen
+        resumes = [line.split("kind=")[1].split()[0] for line in seen if " resume " in line]
+        assert resumes == ["continue", "interrupt", "update", "fork"], seen
+        assert all("writer=trace" in line for line in seen if " resume " in line), seen
+        assert any("langgraph.divergence" in line for line in seen), seen
+        loop_puts = [line for line in seen if " put " in line and "source=loop" in line]
+        assert loop_puts and all("nodes=" in line for line in loop_puts), seen
+
+
+@pytest.mark.parametrize("arrangement", sorted(SYNC_ARRANGEMENTS))
+def test_sync_runs_through_savers_in_between_give_the_same_spans(
+    arrangement: str, sync_alone: list[str]
+) -> None:
+    otel = OTel()
+    story(SYNC_ARRANGEMENTS[arrangement](otel))
+    assert summary(otel.spans()) == sync_alone
+
+
+@pytest.mark.parametrize("arrangement", sorted(ASYNC_ARRANGEMENTS))
+def test_async_runs_through_savers_in_between_give_the_same_spans(
+    arrangement: str, async_alone: list[str]
+) -> None:
+    otel = OTel()
+    asyncio.run(astory(ASYNC_ARRANGEMENTS[arrangement](otel)))
+    assert summary(otel.spans()) == async_alone
