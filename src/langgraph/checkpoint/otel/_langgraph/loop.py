@@ -64,6 +64,7 @@ class LoopRun:
         "interrupt_after",
         "interrupt_before",
         "is_async",
+        "langchain_run_id",
         "loop",
     )
 
@@ -75,6 +76,9 @@ class LoopRun:
         self.interrupt_before = _selector(getattr(loop, "interrupt_before", ()))
         self.interrupt_after = _selector(getattr(loop, "interrupt_after", ()))
         self.graph_name = graph_name
+        self.langchain_run_id = _langchain_run_id(loop)
+        """The LangChain run of the graph: a peer instrumentation's span of the graph is keyed
+        by it."""
         self.loop: weakref.ref[Any] = weakref.ref(loop)
         self.is_async = is_async
         self._lock = threading.Lock()
@@ -403,6 +407,12 @@ def _graph_name(frame: FrameType | None) -> str | None:
     graph = frame.f_locals.get("self") if frame is not None else None
     name = getattr(graph, "name", None)
     return name if isinstance(name, str) and name else None
+
+
+def _langchain_run_id(loop: Any) -> Any:
+    """The id of the LangChain run of the graph whose loop this is (its callback run
+    manager's), if it has one."""
+    return getattr(getattr(loop, "manager", None), "run_id", None)
 
 
 def _selector(value: Any) -> tuple[str, ...] | str:

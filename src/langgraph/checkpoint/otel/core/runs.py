@@ -29,6 +29,7 @@ from langgraph.checkpoint.otel.analysis.hashing import StateHasher
 from langgraph.checkpoint.otel.analysis.records import Scope
 from langgraph.checkpoint.otel.bounded import BoundedDict
 from langgraph.checkpoint.otel.core.calls import config_attributes
+from langgraph.checkpoint.otel.core.peers import peer_span
 from langgraph.checkpoint.otel.core.scope_state import (
     Lineage,
     ScopeStates,
@@ -76,7 +77,10 @@ class Runs:
             attributes[names.GRAPH_NAME] = loop.graph_name
         enclosing = self.trace_of(enclosing_scope(scope)) if scope[1] else None
         run_trace = self._telemetry.begin_run(
-            attributes, parent=enclosing, activate=not loop.is_async
+            attributes,
+            parent=enclosing,
+            peer=peer_span(loop.langchain_run_id) if enclosing is None else None,
+            activate=not loop.is_async,
         )
         run = Run(run_trace, loop)
         with self._lock:

@@ -459,48 +459,59 @@ class Telemetry:
         return Operation(self, operation, span_name, attributes, activate, run)
 
     def begin_run(
-        self, attributes: Attributes, *, parent: RunTrace | None = None, activate: bool = True
+        self,
+        attributes: Attributes,
+        *,
+        parent: RunTrace | None = None,
+        peer: Span | None = None,
+        activate: bool = True,
     ) -> RunTrace:
         """The trace of a run starting now: the current span's, else `parent`'s (the run of an
-        enclosing graph), else a new `langgraph.run` span with `attributes`.
+        enclosing graph), else `peer`'s (a peer instrumentation's span of the graph, never
+        current: see `peers`), else a new `langgraph.run` span with `attributes`.
 
-        A new run span is made current when `activate` (a sync run, whose loop exits in the
-        context it entered in, so `end_run` can restore it). An async run's loop exits in
-        another task; its run span is only the explicit parent of the library's spans.
+        The peer's or new span is made current when `activate` (a sync run, whose loop exits
+        in the context it entered in, so `end_run` can restore it). An async run's loop exits
+        in another task; its span is the explicit parent of the library's spans and is made
+        current only in the run's node tasks (see `runs`).
         """
         current = otel_context.get_current()
         if trace.get_current_span(current).get_span_context().is_valid:
             return RunTrace(current)
         if parent is not None:
             return RunTrace(parent.context)
-        span = self.tracer.start_span(
-            names.SPAN_RUN,
-            kind=SpanKind.INTERNAL,
-            attributes={**attributes, names.SAVER: self.saver_name},
-            record_exception=False,
-            set_status_on_exception=False,
-        )
-        context = trace.set_span_in_context(span)
+        own = None
+        if peer is None:
+            peer = own = self.tracer.start_span(
+                names.SPAN_RUN,
+                kind=SpanKind.INTERNAL,
+                attributes={**attributes, names.SAVER: self.saver_name},
+                record_exception=False,
+                set_status_on_exception=False,
+            )
+        context = trace.set_span_in_context(peer)
         if not activate:
-            return RunTrace(context, span)
+            return RunTrace(context, own)
         otel_context.attach(context)
-        return RunTrace(context, span, restore=current)
+        return RunTrace(context, own, restore=current)
 
     def end_run(self, run: RunTrace, outcome: str, error: BaseException | None) -> None:
         """End the library's run span with the run's outcome; restore the context before it."""
         span = run.span
-        if span is None:
-            return
-        if span.is_recording():
-            attributes: dict[str, AttributeValue] = {names.RUN_OUTCOME: outcome}
-            if outcome == "error" and error is not None:
-                attributes[names.ERROR_TYPE] = _error_type(error)
-                self.guard("set status", span.set_status, Status(StatusCode.ERROR))
-            self.guard("set attributes", span.set_attributes, attributes)
-        self.guard("end span", span.end)
-        # where the run span is still current, the context before the run is made current again
-        # (attached, not detached by token: a stream consumed across contexts exits in a copy)
-        if run.restore is not None and trace.get_current_span() is span:
+        if span is not None:
+            if span.is_recording():
+                attributes: dict[str, AttributeValue] = {names.RUN_OUTCOME: outcome}
+                if outcome == "error" and error is not None:
+                    attributes[names.ERROR_TYPE] = _error_type(error)
+                    self.guard("set status", span.set_status, Status(StatusCode.ERROR))
+                self.guard("set attributes", span.set_attributes, attributes)
+            self.guard("end span", span.end)
+        # where the run's span is still current, the context before the run is made current
+        # again (attached, not detached by token: a stream consumed across contexts exits in
+        # a copy)
+        if run.restore is not None and trace.get_current_span() is trace.get_current_span(
+            run.context
+        ):
             self.guard("restore context", otel_context.attach, run.restore)
 
     def finish(self, op: Operation, started: float, error: BaseException | None) -> None:
