@@ -1,10 +1,11 @@
-"""LangGraphCheckpointInstrumentor: patching StateGraph.compile and the functional API, restoring
-them exactly, never wrapping twice, and loading through ``opentelemetry-instrument``."""
+"""LangGraphCheckpointInstrumentor: patching `Pregel.__init__` (compile, copies) and the functional
+API, restoring them exactly, never wrapping twice, and loading through ``opentelemetry-instrument``."""
 
 from __future__ import annotations
 
 import importlib.util
 import json
+import logging
 import os
 import subprocess
 import sys
@@ -19,6 +20,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.func import entrypoint, task
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
+from langgraph.pregel import Pregel
 
 from helpers import OTel
 from langgraph.checkpoint.otel import instrument, is_instrumented, uninstrument
@@ -26,7 +28,7 @@ from langgraph.checkpoint.otel.core.instrumentor import LangGraphCheckpointInstr
 
 PUT = "langgraph.checkpoint.put"
 
-ORIGINAL_COMPILE = StateGraph.__dict__["compile"]
+ORIGINAL_PREGEL_INIT = Pregel.__dict__["__init__"]
 ORIGINAL_ENTRYPOINT_INIT = entrypoint.__dict__["__init__"]
 
 
@@ -68,8 +70,7 @@ def _puts(otel: OTel) -> int:
 
 
 def _assert_restored() -> None:
-    assert StateGraph.__dict__["compile"] is ORIGINAL_COMPILE
-    assert StateGraph.compile is ORIGINAL_COMPILE
+    assert Pregel.__dict__["__init__"] is ORIGINAL_PREGEL_INIT
     assert entrypoint.__dict__["__init__"] is ORIGINAL_ENTRYPOINT_INIT
 
 
@@ -101,7 +102,7 @@ def test_compile_is_instrumented_then_restored(
     instrumentor.instrument(
         tracer_provider=otel.tracer_provider, meter_provider=otel.meter_provider
     )
-    assert StateGraph.__dict__["compile"] is not ORIGINAL_COMPILE
+    assert Pregel.__dict__["__init__"] is not ORIGINAL_PREGEL_INIT
 
     saver = InMemorySaver()
     graph = _builder().compile(checkpointer=saver)
@@ -252,17 +253,17 @@ def test_functional_api(otel: OTel, instrumentor: LangGraphCheckpointInstrumento
 # --------------------------------------------------------------------------------------------
 
 
-def test_instrument_twice_is_harmless(
-    otel: OTel, instrumentor: LangGraphCheckpointInstrumentor
+def test_instrument_twice_is_harmless_and_quiet(
+    otel: OTel, instrumentor: LangGraphCheckpointInstrumentor, caplog: pytest.LogCaptureFixture
 ) -> None:
-    instrumentor.instrument(
-        tracer_provider=otel.tracer_provider, meter_provider=otel.meter_provider
-    )
-    instrumentor.instrument(
-        tracer_provider=otel.tracer_provider, meter_provider=otel.meter_provider
-    )
-    patched = StateGraph.__dict__["compile"]
-    assert patched.__wrapped__ is ORIGINAL_COMPILE  # one layer of patching, not two
+    for _ in range(3):  # a graph module the Agent Server imports once per graph
+        with caplog.at_level(logging.DEBUG):
+            instrumentor.instrument(
+                tracer_provider=otel.tracer_provider, meter_provider=otel.meter_provider
+            )
+    assert [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING] == []
+    patched = Pregel.__dict__["__init__"]
+    assert patched.__wrapped__ is ORIGINAL_PREGEL_INIT  # one layer of patching, not two
 
     graph = _builder().compile(checkpointer=InMemorySaver())
     assert isinstance(graph.checkpointer, BaseCheckpointSaver)
@@ -450,3 +451,62 @@ def test_opentelemetry_instrument_exports_spans(
     assert len({s["context"]["trace_id"] for s in spans}) == 1
     roots = [s["name"] for s in spans if not s.get("parent_id")]
     assert roots == ["langgraph.run"]
+
+
+# --------------------------------------------------------------------------------------------
+# 5. checkpointers attached at run time (the Agent Server)
+# --------------------------------------------------------------------------------------------
+
+
+def test_a_checkpointer_attached_to_a_copy_is_instrumented(
+    otel: OTel, instrumentor: LangGraphCheckpointInstrumentor
+) -> None:
+    """The Agent Server compiles the graph without a checkpointer and attaches its own per run
+    with ``graph.copy(update={"checkpointer": ...})``."""
+    instrumentor.instrument(
+        tracer_provider=otel.tracer_provider, meter_provider=otel.meter_provider
+    )
+    graph = _builder().compile()
+    assert graph.checkpointer is None
+    saver = InMemorySaver()
+    run_copy = graph.copy(update={"checkpointer": saver, "store": None})
+    assert is_instrumented(run_copy.checkpointer)
+    assert uninstrument(run_copy.checkpointer) is saver
+    stored = _run(run_copy, "copy")
+    assert _puts(otel) == stored >= 3
+
+
+def test_savers_of_one_type_share_one_telemetry(
+    otel: OTel, instrumentor: LangGraphCheckpointInstrumentor
+) -> None:
+    """The server makes a saver per run: they share the caches that link its runs."""
+    instrumentor.instrument(
+        tracer_provider=otel.tracer_provider, meter_provider=otel.meter_provider
+    )
+    graph = _builder().compile()
+    first = graph.copy(update={"checkpointer": InMemorySaver()}).checkpointer
+    second = graph.copy(update={"checkpointer": InMemorySaver()}).checkpointer
+    assert first is not second
+    assert first.observer is second.observer  # type: ignore[union-attr]
+
+
+def test_a_saver_delegating_to_an_instrumented_one_is_not_wrapped_again(
+    otel: OTel, instrumentor: LangGraphCheckpointInstrumentor
+) -> None:
+    """A `langgraph.json` custom checkpointer yielding ``instrument(...)`` reaches the graph
+    inside the server's own adapter: zero-code and the custom route together report once."""
+    from test_savers_in_between import Delegating, server_adapter
+
+    instrumentor.instrument(
+        tracer_provider=otel.tracer_provider, meter_provider=otel.meter_provider
+    )
+    wrapped = instrument(
+        InMemorySaver(), tracer_provider=otel.tracer_provider, meter_provider=otel.meter_provider
+    )
+    graph = _builder().compile()
+    for layer in (server_adapter(wrapped), Delegating(wrapped), Delegating(Delegating(wrapped))):
+        attached = graph.copy(update={"checkpointer": layer}).checkpointer
+        assert attached is layer
+    otel.clear()
+    stored = _run(graph.copy(update={"checkpointer": Delegating(Delegating(wrapped))}), "d")
+    assert _puts(otel) == stored  # one span per put

@@ -9,6 +9,7 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 from opentelemetry.metrics import MeterProvider, NoOpMeterProvider
 from opentelemetry.trace import NoOpTracerProvider, TracerProvider
 
+from langgraph.checkpoint.otel._langgraph.savers import delegates
 from langgraph.checkpoint.otel.analysis.hashing import serde_fallback
 from langgraph.checkpoint.otel.core.observer import CheckpointObserver
 from langgraph.checkpoint.otel.core.saver import InstrumentedSaver, wrapper_type
@@ -37,26 +38,44 @@ def instrument(
     if not isinstance(saver, BaseCheckpointSaver):
         raise TypeError(_not_a_saver(saver))
     resolved = InstrumentOptions.load(options)
-    name = type(saver).__name__
     if resolved.enabled:
         warn_if_export_blocks(tracer_provider)  # never raises
+    return wrap(saver, observe(saver, resolved, tracer_provider, meter_provider))
+
+
+def observe(
+    saver: BaseCheckpointSaver[Any],
+    options: InstrumentOptions,
+    tracer_provider: TracerProvider | None,
+    meter_provider: MeterProvider | None,
+) -> CheckpointObserver:
+    """The telemetry of savers like `saver` (its type names them), shareable by several.
+
+    A provider that raises while the tracer and instruments are made does not fail: the fault
+    is logged once and the observer only delegates.
+    """
+    name = type(saver).__name__
     try:
-        observer = CheckpointObserver(
+        return CheckpointObserver(
             name,
-            resolved,
+            options,
             tracer_provider,
             meter_provider,
             fallback_encoder=serde_fallback(saver.serde),
         )
     except Exception as exc:
-        # A provider raised while the tracer and instruments were made: delegate only.
         observer = CheckpointObserver(
             name,
-            resolved.model_copy(update={"enabled": False}),
+            options.model_copy(update={"enabled": False}),
             NoOpTracerProvider(),
             NoOpMeterProvider(),
         )
         observer.telemetry.fault("instrument() setting up telemetry", exc)
+        return observer
+
+
+def wrap(saver: BaseCheckpointSaver[Any], observer: CheckpointObserver) -> InstrumentedSaver:
+    """`saver` instrumented, reporting through `observer`."""
     return wrapper_type(saver)(saver, observer)
 
 
@@ -89,3 +108,9 @@ def uninstrument(saver: BaseCheckpointSaver[Any]) -> BaseCheckpointSaver[Any]:
 def is_instrumented(saver: object) -> bool:
     """Whether `saver` is a wrapper returned by `instrument()`."""
     return isinstance(saver, InstrumentedSaver)
+
+
+def reaches_instrumented(saver: object) -> bool:
+    """Whether `saver` is instrumented or delegates to an instrumented saver (the Agent
+    Server's adapter around a custom checkpointer, a user's cache or retry layer)."""
+    return is_instrumented(saver) or any(is_instrumented(d) for d in delegates(saver))

@@ -5,27 +5,30 @@
     graph = builder.compile(checkpointer=InMemorySaver())  # graph.checkpointer is instrumented
 
 or, with no code at all, ``opentelemetry-instrument python app.py`` (entry point
-``langgraph_checkpoint`` in the ``opentelemetry_instrumentor`` group).
+``langgraph_checkpoint`` in the ``opentelemetry_instrumentor`` group), and on the LangGraph
+Agent Server ``opentelemetry-instrument langgraph dev``.
 
 It also adds a `tool_spans.ToolKeySpanProcessor` to the (SDK) tracer provider it instruments,
 once per provider, so the tool spans of the official GenAI and OpenInference LangChain
 instrumentations carry the tool call's idempotency key (it stays after ``uninstrument()``:
 an SDK provider cannot remove a span processor).
 
-While active, the instrumentor patches the two places where a LangGraph application hands a
-checkpointer to LangGraph:
+While active, the instrumentor patches the two places where a checkpointer is handed to
+LangGraph:
 
-- ``langgraph.graph.state.StateGraph.compile(checkpointer=...)`` (which also covers
-  ``langgraph.prebuilt.create_react_agent`` and anything else that builds a ``StateGraph``);
-- ``langgraph.func.entrypoint(checkpointer=...)`` (the functional API stores it in
-  ``entrypoint.__init__`` and builds its ``Pregel`` from it on decoration).
+- ``langgraph.pregel.Pregel.__init__(checkpointer=...)``: every compiled graph is a `Pregel`
+  (``StateGraph.compile``, ``create_react_agent``, ``create_agent``, the functional API), and so
+  is every copy of one: the Agent Server attaches its own checkpointer (or the custom one of
+  ``langgraph.json``) to a graph per run with ``graph.copy(update={"checkpointer": ...})``;
+- ``langgraph.func.entrypoint(checkpointer=...)``, which keeps it as ``entrypoint.checkpointer``.
 
-A checkpointer that is a `BaseCheckpointSaver` is replaced by
-``instrument(checkpointer, tracer_provider=..., meter_provider=..., **options)``; flags
-(``True``/``False``/``None``) and savers that are already instrumented pass through unchanged,
-so nothing is ever wrapped twice. The same saver given to several graphs gets the same wrapper.
-Graphs compiled while the instrumentor was active keep their instrumented saver after
-``uninstrument()``; graphs compiled afterwards get the saver they are given.
+A checkpointer that is a `BaseCheckpointSaver` is replaced by an instrumented one; flags
+(``True``/``False``/``None``) pass through unchanged, and so do savers that are instrumented or
+delegate to an instrumented saver (the server's adapter around a custom checkpointer that
+yields ``instrument(...)``), so nothing is ever wrapped twice. The same saver gets the same
+wrapper; savers of one type share one telemetry (the server makes a saver per run). Graphs
+built while the instrumentor was active keep their instrumented saver after
+``uninstrument()``. ``instrument()`` again while active does nothing, quietly.
 """
 
 from __future__ import annotations
@@ -33,7 +36,7 @@ from __future__ import annotations
 import logging
 import threading
 import weakref
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Callable, Collection
 from typing import Any
 
 from langgraph.checkpoint.base import BaseCheckpointSaver
@@ -45,6 +48,7 @@ from opentelemetry.metrics import MeterProvider
 from opentelemetry.trace import TracerProvider
 from wrapt import wrap_function_wrapper
 
+from langgraph.checkpoint.otel.core.observer import CheckpointObserver
 from langgraph.checkpoint.otel.core.telemetry import warn_if_export_blocks
 from langgraph.checkpoint.otel.core.tool_spans import add_tool_key_processor
 from langgraph.checkpoint.otel.options import InstrumentOptions
@@ -53,7 +57,7 @@ __all__ = ["LangGraphCheckpointInstrumentor"]
 
 _instruments = ("langgraph >= 1.2",)
 
-_STATE_MODULE = "langgraph.graph.state"
+_PREGEL_MODULE = "langgraph.pregel.main"
 _FUNC_MODULE = "langgraph.func"
 
 _logger = logging.getLogger(__name__)
@@ -73,62 +77,77 @@ class LangGraphCheckpointInstrumentor(BaseInstrumentor):  # type: ignore[misc]
     def instrumentation_dependencies(self) -> Collection[str]:
         return _instruments
 
+    def instrument(self, **kwargs: Any) -> None:
+        """Instrument, unless already instrumented (then quietly nothing: a graph module the
+        Agent Server imports once per graph may call it each time)."""
+        if self.is_instrumented_by_opentelemetry:
+            return
+        super().instrument(**kwargs)
+
     def _instrument(self, **kwargs: Any) -> None:
         tracer_provider: TracerProvider | None = kwargs.pop("tracer_provider", None)
         meter_provider: MeterProvider | None = kwargs.pop("meter_provider", None)
-        if InstrumentOptions.load(kwargs).enabled:  # a bad option fails here, not in a run
+        options = InstrumentOptions.load(kwargs)  # a bad option fails here, not in a run
+        if options.enabled:
             warn_if_export_blocks(tracer_provider)
             add_tool_key_processor(tracer_provider)  # once per provider; never raises
-        replace = _SaverReplacer(tracer_provider, meter_provider, dict(kwargs))
-        wrap_function_wrapper(_STATE_MODULE, "StateGraph.compile", _compile_wrapper(replace))
-        wrap_function_wrapper(_FUNC_MODULE, "entrypoint.__init__", _entrypoint_wrapper(replace))
+        replace = _SaverReplacer(tracer_provider, meter_provider, options)
+        wrapper = _checkpointer_argument(replace)
+        wrap_function_wrapper(_PREGEL_MODULE, "Pregel.__init__", wrapper)
+        wrap_function_wrapper(_FUNC_MODULE, "entrypoint.__init__", wrapper)
 
     def _uninstrument(self, **kwargs: Any) -> None:
-        unwrap(f"{_STATE_MODULE}.StateGraph", "compile")
+        unwrap(f"{_PREGEL_MODULE}.Pregel", "__init__")
         unwrap(f"{_FUNC_MODULE}.entrypoint", "__init__")
 
 
 class _SaverReplacer:
-    """Turns a checkpointer argument into an instrumented one (one wrapper per saver)."""
+    """Turns a checkpointer argument into an instrumented one (one wrapper per saver, one
+    telemetry per saver type)."""
 
     def __init__(
         self,
         tracer_provider: TracerProvider | None,
         meter_provider: MeterProvider | None,
-        options: Mapping[str, Any],
+        options: InstrumentOptions,
     ) -> None:
         self._tracer_provider = tracer_provider
         self._meter_provider = meter_provider
-        self._options = dict(options)
+        self._options = options
         # id(inner) -> wrapper; the wrapper keeps its inner saver alive, so the id is stable
         # for as long as the entry exists.
         self._wrappers: weakref.WeakValueDictionary[int, Saver] = weakref.WeakValueDictionary()
+        self._observers: dict[type[Any], CheckpointObserver] = {}
         self._lock = threading.Lock()
         self._failed: set[type[Any]] = set()
 
     def __call__(self, checkpointer: Any) -> Any:
         # Imported here: the package's __init__ may import this module.
         from langgraph.checkpoint.otel.core.instrument import (
-            instrument,
-            is_instrumented,
+            observe,
+            reaches_instrumented,
             uninstrument,
+            wrap,
         )
 
-        if not isinstance(checkpointer, BaseCheckpointSaver) or is_instrumented(checkpointer):
+        if not isinstance(checkpointer, BaseCheckpointSaver):
             return checkpointer
         with self._lock:
             cached = self._wrappers.get(id(checkpointer))
             if cached is not None and uninstrument(cached) is checkpointer:
                 return cached
+            kind = type(checkpointer)
             try:
-                wrapper = instrument(
-                    checkpointer,
-                    tracer_provider=self._tracer_provider,
-                    meter_provider=self._meter_provider,
-                    **self._options,
-                )
+                if reaches_instrumented(checkpointer):
+                    return checkpointer
+                observer = self._observers.get(kind)
+                if observer is None:
+                    observer = observe(
+                        checkpointer, self._options, self._tracer_provider, self._meter_provider
+                    )
+                    self._observers[kind] = observer
+                wrapper = wrap(checkpointer, observer)
             except Exception:  # instrumentation must never break the application
-                kind = type(checkpointer)
                 if kind not in self._failed:
                     self._failed.add(kind)
                     _logger.warning(
@@ -141,36 +160,17 @@ class _SaverReplacer:
             return wrapper
 
 
-def _replace_checkpointer(
-    replace: _SaverReplacer, args: tuple[Any, ...], kwargs: dict[str, Any]
-) -> tuple[tuple[Any, ...], dict[str, Any]]:
-    """Replace the ``checkpointer`` argument (first positional parameter or keyword)."""
-    if "checkpointer" in kwargs:
-        kwargs = {**kwargs, "checkpointer": replace(kwargs["checkpointer"])}
-    elif args:
-        args = (replace(args[0]), *args[1:])
-    return args, kwargs
-
-
-def _compile_wrapper(
+def _checkpointer_argument(
     replace: _SaverReplacer,
 ) -> Callable[[Wrapped, Any, tuple[Any, ...], dict[str, Any]], Any]:
-    def compile_(
-        wrapped: Wrapped, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
-    ) -> Any:
-        args, kwargs = _replace_checkpointer(replace, args, kwargs)
+    """A wrapper of `Pregel.__init__` / `entrypoint.__init__` that replaces their
+    ``checkpointer`` argument (keyword, or the entrypoint's first positional parameter)."""
+
+    def init(wrapped: Wrapped, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        if "checkpointer" in kwargs:
+            kwargs = {**kwargs, "checkpointer": replace(kwargs["checkpointer"])}
+        elif args:
+            args = (replace(args[0]), *args[1:])
         return wrapped(*args, **kwargs)
-
-    return compile_
-
-
-def _entrypoint_wrapper(
-    replace: _SaverReplacer,
-) -> Callable[[Wrapped, Any, tuple[Any, ...], dict[str, Any]], None]:
-    def init(
-        wrapped: Wrapped, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
-    ) -> None:
-        args, kwargs = _replace_checkpointer(replace, args, kwargs)
-        wrapped(*args, **kwargs)
 
     return init
