@@ -33,7 +33,6 @@ the ``pytest11`` entry point) runs the check and fails the test with the report'
 from __future__ import annotations
 
 import contextlib
-import copy
 import dataclasses
 import functools
 import uuid
@@ -51,12 +50,12 @@ from collections.abc import (
 from typing import Any, Literal, NoReturn, TypeAlias
 
 from langchain_core.runnables import Runnable, RunnableConfig
-from langgraph._internal._runnable import RunnableCallable
 from langgraph.checkpoint.base import BaseCheckpointSaver, CheckpointTuple
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph.state import CompiledStateGraph, StateGraph
 from pydantic import BaseModel, ConfigDict, computed_field
 
+from langgraph.checkpoint.otel._langgraph.graph import node_runnable, with_wrapped_nodes
 from langgraph.checkpoint.otel.analysis.divergence import (
     DEFAULT_POLICY,
     DivergencePolicy,
@@ -338,35 +337,7 @@ def _wrap_node(name: str, inner: Runnable[Any, Any], injector: _Injector) -> Run
             injector.check(name, config)
         return result
 
-    return RunnableCallable(run, arun, name=name, trace=False, recurse=False)
-
-
-_DEFAULT_ERROR_HANDLER = "__default_error_handler__"
-
-
-def _instrumented_builder(
-    builder: StateGraph[Any, Any, Any, Any], injector: _Injector
-) -> StateGraph[Any, Any, Any, Any]:
-    """A copy of `builder` whose nodes consult `injector`; `builder` is left untouched.
-
-    `StateGraph.compile` mutates the builder (``compiled``, node specs, a default error handler
-    node), so the copy gets its own node dict and new `StateNodeSpec`s; edges, branches,
-    channels and schemas are only read by `compile` and stay shared.
-    """
-    clone = copy.copy(builder)
-    defaults = getattr(builder, "_node_defaults", None)
-    nodes: dict[str, Any] = {}
-    for name, spec in builder.nodes.items():
-        if spec.is_error_handler:
-            if name == _DEFAULT_ERROR_HANDLER and getattr(defaults, "error_handler", None):
-                continue  # compile() adds it again
-            nodes[name] = dataclasses.replace(spec)
-            continue
-        runnable: Any = spec.runnable
-        nodes[name] = dataclasses.replace(spec, runnable=_wrap_node(name, runnable, injector))
-    clone.nodes = nodes
-    clone.compiled = False
-    return clone
+    return node_runnable(name, run, arun)
 
 
 @dataclasses.dataclass
@@ -565,7 +536,9 @@ def _ensure_saver(saver: Any) -> BaseCheckpointSaver[Any]:
 def _prepare(source: Any, saver: BaseCheckpointSaver[Any], config: RunnableConfig | None) -> _Run:
     builder, options = _builder_of(source)
     injector = _Injector()
-    graph = _instrumented_builder(builder, injector).compile(checkpointer=saver, **options)
+    graph = with_wrapped_nodes(
+        builder, lambda name, inner: _wrap_node(name, inner, injector)
+    ).compile(checkpointer=saver, **options)
     thread_id = f"resume-check-{uuid.uuid4().hex[:12]}"
     return _Run(graph, saver, injector, _run_config(config, thread_id), thread_id)
 
