@@ -17,6 +17,8 @@ Routes:
   wrapped by `instrument()`), under ``opentelemetry-instrument`` for the SDK, with our
   Instrumentor disabled (``OTEL_PYTHON_DISABLED_INSTRUMENTATIONS``) so only `instrument()` is
   measured.
+- ``custom+instrumentor``: the same with our Instrumentor on as well: the server's adapter
+  around the wrapped saver delegates to an instrumented saver, so nothing may be wrapped twice.
 - ``zero-code``: no ``"checkpointer"`` key (the server's own in-memory saver), under
   ``opentelemetry-instrument``: only our Instrumentor (entry point ``langgraph_checkpoint``).
 - ``bare``: ``./checkpointer.py:bare`` (the same `AsyncSqliteSaver`, unwrapped), no
@@ -88,6 +90,12 @@ ROUTES = {
         "./checkpointer.py:wrapped",
         instrumented=True,
         disabled_instrumentations=("langgraph_checkpoint", "langchain"),
+    ),
+    "custom+instrumentor": Route(
+        "custom+instrumentor",
+        "./checkpointer.py:wrapped",
+        instrumented=True,
+        disabled_instrumentations=("langchain",),
     ),
     "zero-code": Route(
         "zero-code", None, instrumented=True, disabled_instrumentations=("langchain",)

@@ -1,8 +1,9 @@
 """The library on the LangGraph Agent Server (``langgraph dev``), seen as a user sees it.
 
 Per route (``custom``: ``instrument()`` around the custom checkpointer of ``langgraph.json``;
-``zero-code``: the server's own saver under ``opentelemetry-instrument``), one server is
-started for the module and driven through ``langgraph_sdk`` with six runs:
+``custom+instrumentor``: the same with the Instrumentor on too; ``zero-code``: the server's own
+saver under ``opentelemetry-instrument``; see tests/agent_server.py), one server is started for
+the module and driven through ``langgraph_sdk`` with six runs:
 
 1. ``new thread``: the tool-calling agent (``create_react_agent``, parallel tool calls) on a
    new thread;
@@ -49,7 +50,7 @@ QUESTION = "Find me a flight to Lisbon and book it."
 SECOND_QUESTION = "And what is the weather in Porto?"
 REQUEST = "refund 40 EUR"
 
-INSTRUMENTED = ["custom", "zero-code"]
+INSTRUMENTED = ["custom", "custom+instrumentor", "zero-code"]
 DIVERGENCE_KINDS = {"trajectory", "state", "duplicate_tool_call"}
 HIDDEN_KEYS = {"id", "tool_call_id"}
 """Identifiers that differ on every run (message ids, model-issued tool call ids, interrupt
@@ -356,6 +357,18 @@ def test_put_spans_arrive_over_otlp_for_every_checkpoint_in_the_history(outcome:
     assert not missing, (
         f"{len(missing)} of {len(listed)} checkpoints have no put span. {overview(outcome)}"
     )
+
+
+def test_each_checkpoint_has_exactly_one_put_span(outcome: Outcome) -> None:
+    """No saver is wrapped twice (the server's adapter around an instrumented saver)."""
+    counts = Counter(
+        attrs(s.attributes).get(names.CHECKPOINT_ID)
+        for s in library_spans(outcome)
+        if s.name == names.SPAN_PUT
+    )
+    assert counts, overview(outcome)
+    doubled = {c: n for c, n in counts.items() if n != 1}
+    assert not doubled, f"{len(doubled)} checkpoints with several put spans. {overview(outcome)}"
 
 
 def test_spans_carry_the_service_name_set_by_otel_env(outcome: Outcome) -> None:
