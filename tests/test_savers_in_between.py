@@ -243,6 +243,14 @@ def async_alone() -> list[str]:
     return summary(otel.spans())
 
 
+def test_async_runs_give_the_same_traces_as_sync_runs(
+    sync_alone: list[str], async_alone: list[str]
+) -> None:
+    """Every span of a run in its trace, sync or async (also the loads a run makes that are
+    not its own: LangGraph's superseded check on a fork)."""
+    assert async_alone == sync_alone
+
+
 def test_the_wrapper_alone_sees_every_run_resume_and_the_divergence(
     sync_alone: list[str], async_alone: list[str]
 ) -> None:

@@ -193,9 +193,12 @@ class CheckpointObserver:
             yield LoadCall()
             return
         run_trace = self._begin_run(config, run)
+        # a load inside a run that is not the run's (LangGraph's superseded check on a
+        # replay, a node reading its thread) is in the run's trace too
+        in_run = run_trace or self._runs.trace_of(scope_of(config))
         try:
             with self.telemetry.operation(
-                names.SPAN_GET, "get", config_attributes(config), run=run_trace
+                names.SPAN_GET, "get", config_attributes(config), run=in_run
             ) as op:
                 yield LoadCall(
                     op,
@@ -228,7 +231,9 @@ class CheckpointObserver:
         attributes = config_attributes(config)
         if limit is not None:
             attributes[names.LIST_LIMIT] = limit
-        run_trace = self._begin_run(config, run) if config is not None else None
+        run_trace = None
+        if config is not None:
+            run_trace = self._begin_run(config, run) or self._runs.trace_of(scope_of(config))
         with self.telemetry.operation(
             names.SPAN_LIST, "list", attributes, activate=False, run=run_trace
         ) as op:
@@ -249,13 +254,19 @@ class CheckpointObserver:
         operation: str,
         attributes: Mapping[str, AttributeValue],
         forget: Iterable[Any] = (),
+        within: RunnableConfig | None = None,
     ) -> Iterator[None]:
-        """Observe delete_thread, delete_for_runs, copy_thread, prune and the like; once the
-        inner call succeeded, drop what is kept of the threads in `forget`."""
+        """Observe delete_thread, delete_for_runs, copy_thread, prune and the like (in the
+        trace of the run of `within`'s thread, if one is in progress); once the inner call
+        succeeded, drop what is kept of the threads in `forget`."""
         if not self.active():
             yield
         else:
-            with self.telemetry.operation(span_name, operation, attributes) as op, op.inner():
+            run = self._runs.trace_of(scope_of(within)) if within is not None else None
+            with (
+                self.telemetry.operation(span_name, operation, attributes, run=run) as op,
+                op.inner(),
+            ):
                 yield
         self.telemetry.guard("forget threads", self.forget_threads, forget)
 

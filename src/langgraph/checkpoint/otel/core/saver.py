@@ -297,13 +297,13 @@ class _Capabilities:
     def get_delta_channel_history(
         self, *, config: RunnableConfig, channels: Sequence[str]
     ) -> Mapping[str, DeltaChannelHistory]:
-        with self.observer.maintenance(*_delta_history(config)):
+        with self.observer.maintenance(*_delta_history(config), within=config):
             return self.inner.get_delta_channel_history(config=config, channels=channels)
 
     async def aget_delta_channel_history(
         self, *, config: RunnableConfig, channels: Sequence[str]
     ) -> Mapping[str, DeltaChannelHistory]:
-        with self.observer.maintenance(*_delta_history(config)):
+        with self.observer.maintenance(*_delta_history(config), within=config):
             return await self.inner.aget_delta_channel_history(config=config, channels=channels)
 
 
