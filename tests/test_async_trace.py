@@ -212,3 +212,20 @@ def _is_tool(span: ReadableSpan) -> bool:
         attributes.get("gen_ai.operation.name") == "execute_tool"
         or attributes.get("openinference.span.kind") == "TOOL"
     )
+
+
+def test_an_uninstrumented_openinference_is_left_alone(
+    otel: OTel, saver_path: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Imported but not instrumented (or instrumented, then not): no span joined, nothing
+    printed (OpenInference's `get_span` prints a warning when it is not instrumented)."""
+    instrumentor = _openinference()
+    instrumentor.instrument(tracer_provider=otel.tracer_provider)
+    instrumentor.uninstrument()
+
+    async def run(graph: Any) -> Any:
+        return await graph.ainvoke(agents.question(), agents.thread("a"))
+
+    asyncio.run(with_saver(otel, saver_path, run))
+    assert capsys.readouterr().out == ""
+    assert names.SPAN_RUN in otel.span_names()

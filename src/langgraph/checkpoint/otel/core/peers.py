@@ -19,10 +19,13 @@ def peer_span(langchain_run_id: Any) -> Span | None:
     if langchain_run_id is None:
         return None
     openinference = sys.modules.get("openinference.instrumentation.langchain")
-    instrumentor = getattr(openinference, "LangChainInstrumentor", None)
-    if instrumentor is None:
+    make_instrumentor = getattr(openinference, "LangChainInstrumentor", None)
+    if make_instrumentor is None:
         return None  # not imported: not instrumented
-    span = instrumentor().get_span(langchain_run_id)
+    instrumentor = make_instrumentor()  # a singleton
+    if not getattr(instrumentor, "is_instrumented_by_opentelemetry", False):
+        return None  # (get_span would print a warning)
+    span = instrumentor.get_span(langchain_run_id)
     if span is None or not span.get_span_context().is_valid:
         return None
     return span  # type: ignore[no-any-return]
