@@ -221,9 +221,9 @@ def set_task_scope(scope: TaskScope) -> None:
     _task_scope = scope
 
 
-def install() -> bool:
-    """Wrap the loop entries and the async task runner, once per process; whether the run
-    signals are available (a missing internal is logged once, and runs go unrecognised)."""
+def install() -> None:
+    """Wrap the loop entries, the async task runner and `update_state`'s writers, once per
+    process (a missing internal is logged once, and its signal goes unreported)."""
     global _installed
     with _install_lock:
         if not _installed:
@@ -231,7 +231,6 @@ def install() -> bool:
             _wrap_loop_entries()
             _wrap_async_tasks()
             _wrap_update_writers()
-    return "PregelLoop entries (runs)" not in _missing_logged
 
 
 def _wrap_loop_entries() -> None:
