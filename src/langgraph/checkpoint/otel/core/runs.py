@@ -34,6 +34,7 @@ from langgraph.checkpoint.otel.core.scope_state import (
     Lineage,
     ScopeStates,
     enclosing_scope,
+    nearest,
     scope_of,
 )
 from langgraph.checkpoint.otel.core.telemetry import RunTrace, Telemetry
@@ -129,8 +130,7 @@ class Runs:
     def trace_of(self, scope: Scope) -> RunTrace | None:
         """The trace of the run in `scope`, or else of the nearest enclosing graph's run."""
         with self._lock:
-            while (run := self._runs.get(scope)) is None and scope[1]:
-                scope = enclosing_scope(scope)
+            run = nearest(self._runs, scope)
         return run.trace if run is not None else None
 
     def loop_of(self, scope: Scope) -> LoopRun | None:
@@ -184,10 +184,8 @@ class _AsyncRuns:
         run's span (or the nearest enclosing graph's run) when no span is current."""
         if not self._traces:
             return None
-        scope: Scope = (thread_id, namespace)
         with self._lock:
-            while (run_trace := self._traces.get(scope)) is None and scope[1]:
-                scope = enclosing_scope(scope)
+            run_trace = nearest(self._traces, (thread_id, namespace))
         if run_trace is None or trace.get_current_span().get_span_context().is_valid:
             return None
         return _current_span_of(run_trace)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import Checkpoint
@@ -26,6 +26,7 @@ from langgraph.checkpoint.otel.bounded import BoundedDict
 
 Lineage = tuple[int, int]
 """(checkpoints, written bytes) of a checkpoint's line of ancestors, itself included."""
+V = TypeVar("V")
 LINEAGE_CHECKPOINTS = 4
 """Checkpoints per scope whose lines are remembered for their children."""
 WRITER_CHECKPOINTS = 16
@@ -134,3 +135,10 @@ def enclosing_scope(scope: Scope) -> Scope:
     """The scope of the graph a subgraph's namespace runs in."""
     thread_id, namespace = scope
     return (thread_id, parent_namespace(namespace))
+
+
+def nearest(by_scope: Mapping[Scope, V], scope: Scope) -> V | None:
+    """`by_scope`'s value for `scope`, or else for the nearest enclosing graph's scope."""
+    while (found := by_scope.get(scope)) is None and scope[1]:
+        scope = enclosing_scope(scope)
+    return found
