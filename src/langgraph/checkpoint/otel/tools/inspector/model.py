@@ -44,6 +44,11 @@ class Threads(BaseModel):
     schema_version: int = SCHEMA_VERSION
     source: SourceInfo
     threads: list[ThreadRow]
+    """One page of the matching threads, most recently active first."""
+    more: bool = False
+    """More threads match than this page shows (see `--limit` and `--offset`)."""
+    total: int | None = None
+    """How many threads match, when the sources can count them cheaply (else null)."""
 
 
 class CheckpointRow(BaseModel):
