@@ -169,6 +169,10 @@ class ResumeEvent:
     from_checkpoint_id: str
     first_node: str | None
     """The first node that ran after the resume (from the next pending-writes span)."""
+    first_checkpoint_id: str | None = None
+    """The first checkpoint the resumed run wrote: the next put of the thread and namespace
+    marked as resumed from the same checkpoint (several runs can resume from one checkpoint:
+    a crash resume, then a fork from it)."""
 
 
 def resume_log(spans: Iterable[SpanFact], thread_id: str | None = None) -> list[ResumeEvent]:
@@ -177,7 +181,9 @@ def resume_log(spans: Iterable[SpanFact], thread_id: str | None = None) -> list[
     Reads only span names and attributes (a `thread_id` is matched as the spans carry it,
     bounded): `langgraph.checkpoint.resume` spans give when, which
     kind and from which checkpoint; the first `langgraph.checkpoint.put_writes` of the same
-    thread and namespace after it names the first node that ran.
+    thread and namespace after it names the first node that ran, and the first
+    `langgraph.checkpoint.put` after it marked as resumed from that checkpoint (before the
+    namespace's next resume) is the first checkpoint the resumed run wrote.
     """
     ordered = sorted(spans, key=lambda s: s.start_ns)
     events: list[ResumeEvent] = []
@@ -189,17 +195,45 @@ def resume_log(spans: Iterable[SpanFact], thread_id: str | None = None) -> list[
         if thread_id is not None and thread != bounded_text(thread_id):
             continue
         ns = str(attrs.get(names.CHECKPOINT_NS, ""))
+        origin = str(attrs.get(names.RESUME_FROM_CHECKPOINT_ID, ""))
+        later = ordered[index + 1 :]
         events.append(
             ResumeEvent(
                 thread_id=thread,
                 checkpoint_ns=ns,
                 at_ns=span.start_ns,
                 kind=str(attrs.get(names.RESUME_KIND, "")),
-                from_checkpoint_id=str(attrs.get(names.RESUME_FROM_CHECKPOINT_ID, "")),
-                first_node=_first_node_after(ordered[index + 1 :], thread, ns),
+                from_checkpoint_id=origin,
+                first_node=_first_node_after(later, thread, ns),
+                first_checkpoint_id=_first_checkpoint_after(later, thread, ns, origin),
             )
         )
     return events
+
+
+def _same_scope(span: SpanFact, thread: str, ns: str) -> bool:
+    attrs = span.attributes
+    return str(attrs.get(names.THREAD_ID, "")) == thread and (
+        str(attrs.get(names.CHECKPOINT_NS, "")) == ns
+    )
+
+
+def _first_checkpoint_after(
+    spans: Sequence[SpanFact], thread: str, ns: str, origin: str
+) -> str | None:
+    for span in spans:
+        if not _same_scope(span, thread, ns):
+            continue
+        if span.name == names.SPAN_RESUME:
+            return None  # the next run of this namespace began first
+        attrs = span.attributes
+        if (
+            span.name == names.SPAN_PUT
+            and str(attrs.get(names.RESUME_FROM_CHECKPOINT_ID, "")) == origin
+        ):
+            checkpoint = attrs.get(names.CHECKPOINT_ID)
+            return None if checkpoint is None else str(checkpoint)
+    return None
 
 
 _NOT_NODES = frozenset({INPUT_NODE, UNKNOWN_NODE, START_NODE, ""})

@@ -25,7 +25,7 @@ from langgraph.checkpoint.otel.analysis.diff import (
     diff,
 )
 from langgraph.checkpoint.otel.analysis.divergence import DEFAULT_POLICY, Finding, divergences
-from langgraph.checkpoint.otel.analysis.lineage import parse_carrier, resume_log
+from langgraph.checkpoint.otel.analysis.lineage import ResumeEvent, parse_carrier, resume_log
 from langgraph.checkpoint.otel.analysis.records import (
     bounded_text,
     history_records,
@@ -51,6 +51,7 @@ from langgraph.checkpoint.otel.tools.inspector.model import (
 )
 from langgraph.checkpoint.otel.tools.inspector.side_effects import side_effect_findings
 from langgraph.checkpoint.otel.tools.inspector.sources import SourceError, Sources
+from langgraph.checkpoint.otel.tools.inspector.thread_list import ThreadQuery, latest_threads
 from langgraph.checkpoint.otel.tools.otlp_json import SpanRecord
 
 MIN_SHORT_ID = 6
@@ -214,6 +215,11 @@ class ThreadData:
         return _timeline(self)
 
     @cached_property
+    def resume_events(self) -> list[ResumeEvent]:
+        """The thread's resumes as its spans tell them, in time order."""
+        return resume_log(span_facts(self.spans), self.thread_id)
+
+    @cached_property
     def resume_marks(self) -> dict[str, tuple[str | None, str | None]]:
         """(kind, from checkpoint) on the first checkpoint each resumed run wrote."""
         return _resume_marks(self)
@@ -321,24 +327,21 @@ def _inner_ms(span: SpanRecord) -> float:
 
 
 def _resume_marks(data: ThreadData) -> dict[str, tuple[str | None, str | None]]:
-    """(kind, from checkpoint) on the first checkpoint each resumed run wrote."""
+    """(kind, from checkpoint) on the first checkpoint each resumed run wrote: stored with it
+    (saver), else the resume log's (spans); several runs may resume from one checkpoint."""
     marks: dict[str, tuple[str | None, str | None]] = {}
     for tup in data.tuples:
         stored = read_stored_telemetry(tup.metadata)
         if stored is not None and stored.resume is not None:
             marks[str(tup.checkpoint["id"])] = stored.resume
-    kinds = {
-        str(s.attributes.get(names.RESUME_FROM_CHECKPOINT_ID, "")): str(
-            s.attributes.get(names.RESUME_KIND, "")
-        )
-        for s in data.spans
-        if s.name == names.SPAN_RESUME
-    }
+    for event in data.resume_events:
+        if event.first_checkpoint_id is not None:
+            marks.setdefault(event.first_checkpoint_id, (event.kind, event.from_checkpoint_id))
     for put in data.puts:
         origin = put.attributes.get(names.RESUME_FROM_CHECKPOINT_ID)
         cid = str(put.attributes.get(names.CHECKPOINT_ID, ""))
         if origin is not None and cid not in marks:
-            marks[cid] = (kinds.get(str(origin)), str(origin))
+            marks[cid] = (None, str(origin))  # its resume span is not in these files
     return marks
 
 
@@ -346,26 +349,28 @@ def resumes(sources: Sources, thread_id: str, data: ThreadData | None = None) ->
     """The resume log: from resume spans where there are spans, else from stored marks."""
     data = data or ThreadData(sources, thread_id)
     marks = data.resume_marks
-    first_by_origin = {origin: cid for cid, (_, origin) in marks.items() if origin}
     writers = _writers(data)
     rows: list[ResumeRow] = []
-    seen: set[str] = set()
-    for event in resume_log(span_facts(data.spans), thread_id):
-        seen.add(event.from_checkpoint_id)
+    claimed: set[str] = set()
+    for event in data.resume_events:
+        first = event.first_checkpoint_id or _first_marked(data, event, claimed)
+        if first is not None:
+            claimed.add(first)
         rows.append(
             ResumeRow(
                 time=_span_time(event.at_ns),
                 namespace=event.checkpoint_ns,
                 kind=event.kind,
                 from_checkpoint_id=event.from_checkpoint_id,
-                first_checkpoint_id=first_by_origin.get(event.from_checkpoint_id),
-                first_node=event.first_node,
+                first_checkpoint_id=first,
+                first_node=event.first_node
+                or (_first_node_from(data, first) if first is not None else None),
                 **writers.get(event.from_checkpoint_id, {}),
             )
         )
     tuples = data.tuples_by_id
     for cid, (kind, origin) in marks.items():
-        if origin is None or origin in seen or kind is None:
+        if origin is None or cid in claimed or kind is None:
             continue
         tup = tuples.get(cid)
         rows.append(
@@ -381,6 +386,23 @@ def resumes(sources: Sources, thread_id: str, data: ThreadData | None = None) ->
         )
     rows.sort(key=lambda r: r.time or datetime.min.replace(tzinfo=UTC))
     return Resumes(source=sources.info(), thread_id=thread_id, resumes=rows)
+
+
+def _first_marked(data: ThreadData, event: ResumeEvent, claimed: set[str]) -> str | None:
+    """The earliest unclaimed checkpoint marked as resumed from the event's checkpoint and
+    written after it (when the spans do not name the resumed run's first put)."""
+    candidates = sorted(
+        cid
+        for cid, (_, origin) in data.resume_marks.items()
+        if origin == event.from_checkpoint_id and cid not in claimed
+    )
+    at = _span_time(event.at_ns)
+    for cid in candidates:
+        tup = data.tuples_by_id.get(cid)
+        when = _time(tup.checkpoint.get("ts")) if tup else None
+        if when is None or when >= at:
+            return cid
+    return None
 
 
 def _writers(data: ThreadData) -> dict[str, dict[str, str]]:
@@ -542,41 +564,32 @@ def build_report(
 
 
 def threads(
-    sources: Sources, progress: Any = None, policy: DivergencePolicy = DEFAULT_POLICY
+    sources: Sources,
+    progress: Any = None,
+    policy: DivergencePolicy = DEFAULT_POLICY,
+    query: ThreadQuery | None = None,
 ) -> Threads:
-    """Every thread the sources know, most recently active first."""
-    by_thread: dict[str, list[CheckpointTuple]] = defaultdict(list)
-    if sources.saver is not None:
-        for tup in sources.checkpoints(None):
-            thread = (tup.config.get("configurable") or {}).get("thread_id")
-            by_thread[str(thread)].append(tup)
-    span_threads: dict[str, list[SpanRecord]] = defaultdict(list)
-    if sources.span_files:
-        for span in sources.spans:
-            thread = span.attributes.get(names.THREAD_ID)
-            if thread is not None:
-                span_threads[str(thread)].append(span)
+    """One page of the threads the sources know, most recently active first (which threads:
+    `thread_list`); each row from that thread's own checkpoints only."""
+    page = latest_threads(sources, query or ThreadQuery())
     rows = []
-    ids = sorted(set(by_thread) | set(span_threads))
-    for thread_id in ids if progress is None else progress(ids):
-        data = ThreadData(sources, thread_id, policy, by_thread.get(thread_id, []))
-        line = timeline(sources, thread_id, data)
+    for thread_id in page.ids if progress is None else progress(page.ids):
+        data = ThreadData(sources, thread_id, policy)
+        line = data.timeline
         root = [r for r in line.checkpoints if r.namespace == ""] or line.checkpoints
-        latest = root[-1]
         times = [r.time for r in line.checkpoints if r.time is not None]
         rows.append(
             ThreadRow(
                 thread_id=thread_id,
                 checkpoints=len(line.checkpoints),
                 namespaces=len({r.namespace for r in line.checkpoints}),
-                size_bytes=latest.size_bytes,
+                size_bytes=root[-1].size_bytes,
                 last_activity=max(times) if times else None,
                 resumes=len(resumes(sources, thread_id, data).resumes),
-                divergences=sum(len(r.divergences) for r in line.checkpoints),
+                divergences=len(data.findings),  # exactly what `diverge` lists
             )
         )
-    rows.sort(key=lambda r: r.last_activity or datetime.min.replace(tzinfo=UTC), reverse=True)
-    return Threads(source=sources.info(), threads=rows)
+    return Threads(source=sources.info(), threads=rows, more=page.more, total=page.total)
 
 
 __all__ = [
