@@ -9,6 +9,8 @@ The encoding is the protobuf JSON mapping of the OTLP messages (lowerCamelCase f
 64-bit integers as decimal strings) with the two OTLP/JSON exceptions: enums are integers and
 trace / span ids are lowercase hex strings, not base64.
 
+    write_span_files(".spans/", tracer_provider)  # what `langgraph-otel -s .spans/` reads
+    # or one file of your choice, with any processor:
     tracer_provider.add_span_processor(BatchSpanProcessor(OtlpJsonSpanExporter(".demo/spans.jsonl")))
     reader = PeriodicExportingMetricReader(OtlpJsonMetricExporter(".demo/metrics.jsonl"))
     ...
@@ -26,6 +28,8 @@ import binascii
 import json
 import math
 import os
+import re
+import socket
 import threading
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -34,6 +38,7 @@ from typing import IO, Any, Literal, TypeAlias
 
 from google.protobuf.json_format import MessageToDict  # type: ignore[import-untyped, unused-ignore]
 from google.protobuf.message import Message  # type: ignore[import-untyped, unused-ignore]
+from opentelemetry import trace
 from opentelemetry.exporter.otlp.proto.common.metrics_encoder import encode_metrics
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from opentelemetry.sdk.metrics.export import (
@@ -43,10 +48,16 @@ from opentelemetry.sdk.metrics.export import (
     MetricsData,
 )
 from opentelemetry.sdk.metrics.view import Aggregation
-from opentelemetry.sdk.trace import ReadableSpan
-from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
+from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor, TracerProvider
+from opentelemetry.sdk.trace.export import (
+    BatchSpanProcessor,
+    SimpleSpanProcessor,
+    SpanExporter,
+    SpanExportResult,
+)
 
 __all__ = [
+    "SPAN_FILE_GLOB",
     "AttributeValue",
     "Attributes",
     "HistogramPoint",
@@ -63,6 +74,8 @@ __all__ = [
     "merge_histograms",
     "read_metrics",
     "read_spans",
+    "span_file_name",
+    "write_span_files",
 ]
 
 _Scalar: TypeAlias = str | bool | int | float | bytes
@@ -176,6 +189,64 @@ class OtlpJsonSpanExporter(SpanExporter):
 
     def shutdown(self) -> None:
         self._writer.close()
+
+
+SPAN_FILE_GLOB = "spans*.jsonl"
+"""The files of a directory the inspector reads as span files."""
+
+_UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
+
+
+def span_file_name(prefix: str = "spans") -> str:
+    """``spans-<host>-<pid>.jsonl``: one file per process, so processes never share a file."""
+    host = _UNSAFE.sub("_", socket.gethostname()) or "host"
+    return f"{prefix}-{host}-{os.getpid()}.jsonl"
+
+
+def write_span_files(
+    directory: str | os.PathLike[str],
+    tracer_provider: TracerProvider | None = None,
+    *,
+    batch: bool = True,
+) -> SpanProcessor:
+    """Export every span of `tracer_provider` to this process's span file in `directory`.
+
+    The file is `span_file_name()` (``spans-<host>-<pid>.jsonl``, OTLP/JSON lines, appended
+    to), which the inspector reads with ``langgraph-otel ... -s DIRECTORY``.
+
+    Args:
+        directory: Where the file goes (created if missing).
+        tracer_provider: The SDK provider to add the processor to; None: the global one, set
+            to a new SDK `TracerProvider` first if none is set yet.
+        batch: A `BatchSpanProcessor` (the default: spans leave the app's threads at once and
+            are written in the background; the SDK flushes it at a normal exit). False: a
+            `SimpleSpanProcessor`, each span written as it ends, so a killed process loses
+            nothing (slower: every span end writes to the file).
+
+    Returns:
+        The processor added: call its ``force_flush()`` where the app must have its spans on
+        disk (a server's shutdown hook, before ``os._exit``).
+    """
+    provider = tracer_provider if tracer_provider is not None else _global_sdk_provider()
+    if not isinstance(provider, TracerProvider):
+        raise TypeError(
+            f"tracer_provider must be an OpenTelemetry SDK TracerProvider, not "
+            f"{type(provider).__name__}"
+        )
+    exporter = OtlpJsonSpanExporter(Path(directory) / span_file_name())
+    processor: SpanProcessor = (
+        BatchSpanProcessor(exporter) if batch else SimpleSpanProcessor(exporter)
+    )
+    provider.add_span_processor(processor)
+    return processor
+
+
+def _global_sdk_provider() -> object:
+    provider = trace.get_tracer_provider()
+    if isinstance(provider, trace.ProxyTracerProvider):
+        trace.set_tracer_provider(TracerProvider())
+        provider = trace.get_tracer_provider()
+    return provider
 
 
 class OtlpJsonMetricExporter(MetricExporter):

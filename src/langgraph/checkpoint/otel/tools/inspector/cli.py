@@ -1,22 +1,25 @@
 """`langgraph-otel`: look at a thread's checkpoints, resumes, divergences and growth.
 
-    langgraph-otel threads  -s sqlite:///.demo/demo.sqlite
-    langgraph-otel timeline THREAD -s sqlite:///.demo/demo.sqlite -s .demo/
-    langgraph-otel diff THREAD [A [B]] -s ...       # default: each checkpoint vs its parent
-    langgraph-otel resumes THREAD -s ...
-    langgraph-otel diverge THREAD -s ...            # exit 1 when something diverged
-    langgraph-otel growth THREAD -s ...
-    langgraph-otel report THREAD --html report.html -s ...
+    langgraph-otel threads sqlite:///.demo/demo.sqlite        # the 50 most recent threads
+    langgraph-otel threads SOURCE --limit 20 --since 7d --thread-prefix user-
+    langgraph-otel timeline THREAD sqlite:///.demo/demo.sqlite .demo/
+    langgraph-otel diff THREAD [A [B]] SOURCE...    # default: each checkpoint vs its parent
+    langgraph-otel resumes THREAD SOURCE...
+    langgraph-otel diverge THREAD SOURCE...         # exit 1 when something diverged
+    langgraph-otel growth THREAD SOURCE...
+    langgraph-otel report THREAD --html report.html SOURCE...
     langgraph-otel schema [COMMAND]                 # JSON Schema of the --json output
 
-Sources (`-s`, repeatable, or LANGGRAPH_OTEL_SOURCE, space-separated): one saver URL and any
-span files or directories (see `inspector.sources`). Every command takes `--json`.
+Sources: positional arguments after the thread, `-s` (repeatable), or LANGGRAPH_OTEL_SOURCE
+(space-separated, read when neither is given): one saver URL and any span files or
+directories (see `inspector.sources`). Every command takes `--json`.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
@@ -31,9 +34,17 @@ from langgraph.checkpoint.otel.analysis.diff import ContentPolicy
 from langgraph.checkpoint.otel.options import DivergencePolicy
 from langgraph.checkpoint.otel.tools.inspector import model, render, views
 from langgraph.checkpoint.otel.tools.inspector.sources import SourceError, Sources, open_sources
+from langgraph.checkpoint.otel.tools.inspector.thread_list import (
+    DEFAULT_LIMIT,
+    ThreadQuery,
+    parse_since,
+)
 
 PROG = "langgraph-otel"
 T = TypeVar("T")
+FACTORY = re.compile(r"[A-Za-z_][\w.]*:[A-Za-z_]\w*")
+"""`package.module:factory`, a saver source."""
+SOURCE_ENV = "LANGGRAPH_OTEL_SOURCE"
 
 app = typer.Typer(
     name=PROG,
@@ -49,8 +60,16 @@ SourceOption = Annotated[
         "--source",
         "-s",
         help="A saver URL (sqlite:///path, postgresql://..., redis://..., module:factory) "
-        "or a span file or directory of spans*.jsonl; repeatable.",
-        envvar="LANGGRAPH_OTEL_SOURCE",
+        "or a span file or directory of spans*.jsonl; repeatable. Default: "
+        "LANGGRAPH_OTEL_SOURCE (space-separated), when no source is given as an argument.",
+    ),
+]
+SourceArguments = Annotated[
+    list[str] | None,
+    typer.Argument(
+        help="Sources, as for -s: a saver URL and/or span files or directories.",
+        metavar="[SOURCE]...",
+        show_default=False,
     ),
 ]
 JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON (see `schema`).")]
@@ -104,30 +123,80 @@ def _progress(ids: Sequence[str]) -> Iterator[str]:
             progress.advance(task)
 
 
-def _open(source: list[str] | None) -> Sources:
-    flat = [part for item in source for part in item.split()] if source else []
-    return open_sources(flat)
+def _open(positional: list[str] | None, source: list[str] | None) -> Sources:
+    """The sources given as arguments and with -s; LANGGRAPH_OTEL_SOURCE when neither."""
+    given = [*(positional or ()), *(source or ())] or [os.environ.get(SOURCE_ENV, "")]
+    return open_sources([part for item in given for part in item.split()])
+
+
+def looks_like_source(argument: str) -> bool:
+    """Whether a positional argument of `diff` names a source rather than a checkpoint: a URL
+    (`://`), an existing file or directory, or `module:factory` (checkpoint ids have no `:`)."""
+    return "://" in argument or Path(argument).exists() or FACTORY.fullmatch(argument) is not None
+
+
+def _split_diff_arguments(
+    arguments: list[str] | None,
+) -> tuple[tuple[str | None, str | None], list[str]]:
+    """((A, B), sources) of `diff THREAD [A [B]] [SOURCE]...`."""
+    sources = [x for x in arguments or () if looks_like_source(x)]
+    checkpoints = [x for x in arguments or () if not looks_like_source(x)]
+    if len(checkpoints) > 2:
+        raise SourceError(
+            f"diff takes at most two checkpoints, got {', '.join(checkpoints)}: a source is "
+            "a URL (://), an existing file or directory, or module:factory"
+        )
+    first, second = [*checkpoints, None, None][:2]
+    return (first, second), sources
 
 
 @app.command("threads")
 def threads_command(
-    source: SourceOption = None, as_json: JsonOption = False, repeatable: RepeatableOption = None
+    sources_given: SourceArguments = None,
+    source: SourceOption = None,
+    as_json: JsonOption = False,
+    repeatable: RepeatableOption = None,
+    limit: Annotated[
+        int, typer.Option("--limit", "-n", min=0, help="Threads per page; 0 for all.")
+    ] = DEFAULT_LIMIT,
+    offset: Annotated[
+        int, typer.Option("--offset", min=0, help="Skip this many of the most recent.")
+    ] = 0,
+    since: Annotated[
+        str | None,
+        typer.Option(
+            "--since",
+            help="Only threads active since a date (2026-11-30), a date-time, or a duration "
+            "back from now (90m, 12h, 7d, 2w).",
+        ),
+    ] = None,
+    prefix: Annotated[
+        str, typer.Option("--thread-prefix", help="Only thread ids starting with this.")
+    ] = "",
 ) -> None:
-    """Threads with checkpoint counts, sizes, last activity, resumes and divergences."""
-    with _open(source) as sources:
-        view = views.threads(sources, _progress, _policy(repeatable))
+    """The most recently active threads (one page): checkpoints, sizes, last activity,
+    resumes and divergences."""
+    query = ThreadQuery(
+        limit=limit or None,
+        offset=offset,
+        since=parse_since(since) if since is not None else None,
+        prefix=prefix,
+    )
+    with _open(sources_given, source) as sources:
+        view = views.threads(sources, _progress, _policy(repeatable), query)
         _emit(view, as_json, render.threads)
 
 
 @app.command("timeline")
 def timeline_command(
     thread: ThreadArgument,
+    sources_given: SourceArguments = None,
     source: SourceOption = None,
     as_json: JsonOption = False,
     repeatable: RepeatableOption = None,
 ) -> None:
     """Every checkpoint: time, step, source, nodes, changed channels, size, hash, marks."""
-    with _open(source) as sources:
+    with _open(sources_given, source) as sources:
         data = views.ThreadData(sources, thread, _policy(repeatable))
         _emit(views.timeline(sources, thread, data), as_json, render.timeline)
 
@@ -135,9 +204,15 @@ def timeline_command(
 @app.command("diff")
 def diff_command(
     thread: ThreadArgument,
-    a: Annotated[str | None, typer.Argument(help="Checkpoint (id, or its start or end).")] = None,
-    b: Annotated[
-        str | None, typer.Argument(help="A later checkpoint (default: a's parent to a).")
+    arguments: Annotated[
+        list[str] | None,
+        typer.Argument(
+            help="Up to two checkpoints A and B (an id, or its start or end; A alone: its "
+            "parent to A), then sources. An argument with ://, an existing file or "
+            "directory, or module:factory is a source.",
+            metavar="[A [B]] [SOURCE]...",
+            show_default=False,
+        ),
     ] = None,
     source: SourceOption = None,
     as_json: JsonOption = False,
@@ -153,7 +228,8 @@ def diff_command(
 ) -> None:
     """Channels that changed between checkpoints (content-free unless --content)."""
     policy = ContentPolicy(redact=_load_hook(redact)) if content else None
-    with _open(source) as sources:
+    (a, b), given = _split_diff_arguments(arguments)
+    with _open(given, source) as sources:
         _emit(views.diffs(sources, thread, a, b, content=policy), as_json, render.diffs)
 
 
@@ -175,23 +251,25 @@ def _load_hook(spec: str | None) -> Callable[[str, Any], Any] | None:
 @app.command("resumes")
 def resumes_command(
     thread: ThreadArgument,
+    sources_given: SourceArguments = None,
     source: SourceOption = None,
     as_json: JsonOption = False,
 ) -> None:
     """The resume log: when, which kind, from which checkpoint, what ran first."""
-    with _open(source) as sources:
+    with _open(sources_given, source) as sources:
         _emit(views.resumes(sources, thread), as_json, render.resumes)
 
 
 @app.command("diverge")
 def diverge_command(
     thread: ThreadArgument,
+    sources_given: SourceArguments = None,
     source: SourceOption = None,
     as_json: JsonOption = False,
     repeatable: RepeatableOption = None,
 ) -> None:
     """Run the divergence detectors offline; exit code 1 when something diverged."""
-    with _open(source) as sources:
+    with _open(sources_given, source) as sources:
         data = views.ThreadData(sources, thread, _policy(repeatable))
         view = views.divergence_report(sources, thread, data)
     _emit(view, as_json, render.divergences)
@@ -202,11 +280,12 @@ def diverge_command(
 @app.command("growth")
 def growth_command(
     thread: ThreadArgument,
+    sources_given: SourceArguments = None,
     source: SourceOption = None,
     as_json: JsonOption = False,
 ) -> None:
     """Per-channel size over the steps: which channel bloats."""
-    with _open(source) as sources:
+    with _open(sources_given, source) as sources:
         _emit(views.growth(sources, thread), as_json, render.growth)
 
 
@@ -214,6 +293,7 @@ def growth_command(
 def report_command(
     thread: ThreadArgument,
     html: Annotated[Path, typer.Option("--html", help="Where to write the page.")],
+    sources_given: SourceArguments = None,
     source: SourceOption = None,
     as_json: JsonOption = False,
     repeatable: RepeatableOption = None,
@@ -221,7 +301,7 @@ def report_command(
     """One self-contained HTML page: timeline with branches, resumes, diffs, sizes."""
     from langgraph.checkpoint.otel.tools.inspector.report import write_report
 
-    with _open(source) as sources:
+    with _open(sources_given, source) as sources:
         report = views.build_report(sources, thread, _policy(repeatable))
     path = write_report(report, html)
     if as_json:
