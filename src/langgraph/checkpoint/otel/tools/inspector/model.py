@@ -72,7 +72,12 @@ class CheckpointRow(BaseModel):
     """Size change against the parent checkpoint."""
     state_hash: str | None
     branch: int
-    """Lane of the checkpoint: 0 for the first chain, 1, 2, ... for each later branch."""
+    """Lane of the checkpoint: 0 for the first chain, 1, 2, ... for each later branch of the
+    root graph. A subgraph's checkpoint is on the branch of the checkpoint it ran from (a
+    subgraph is not a branch)."""
+    graph_parent_id: str | None = None
+    """A subgraph's checkpoint: the enclosing graph's checkpoint it ran from (LangGraph's
+    `parents` metadata; from spans alone, the enclosing namespace's latest put before it)."""
     fork_point: bool
     """More than one checkpoint has this one as parent (time travel, a resumed fork)."""
     resume_kind: str | None
@@ -90,6 +95,8 @@ class Timeline(BaseModel):
     thread_id: str
     checkpoints: list[CheckpointRow]
     """Oldest first."""
+    graph_name: str | None = None
+    """The root graph's name, as the thread's run spans carry it (None without them)."""
 
 
 class ResumeRow(BaseModel):
