@@ -1,0 +1,89 @@
+"""SQLite checkpoint databases of many threads, made in seconds: a few real threads of a real
+agent (`agents.react_agent`, written through the instrumented saver), whose rows are then copied
+with SQL under many thread ids.
+
+Each copy keeps its template's checkpoint ids (ids are unique per thread only), so copies of
+one template are equally recent; thread ids are `<prefix><n:06d>`.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+from langgraph.checkpoint.sqlite import SqliteSaver
+from opentelemetry.sdk.trace import TracerProvider
+
+import agents
+from langgraph.checkpoint.otel import instrument
+
+FORKED = "template-forked"
+"""The template replayed from its first tool answers (time travel): the replay books and emails
+again, two `duplicate_tool_call` findings on one checkpoint."""
+TEMPLATES = ("template-0", "template-1", "template-2", FORKED)
+COLUMNS = {
+    "checkpoints": "checkpoint_ns, checkpoint_id, parent_checkpoint_id, type, checkpoint, metadata",
+    "writes": "checkpoint_ns, checkpoint_id, task_id, idx, channel, type, value, task_path",
+}
+
+
+def write_replay(saver: Any, thread_id: str) -> None:
+    """A react-agent thread, then a replay from its first tool answers (a fork)."""
+    graph = agents.react_agent(saver)
+    config = agents.thread(thread_id)
+    graph.invoke(agents.question(), config)
+    point = next(s for s in graph.get_state_history(config) if s.metadata["step"] == 2)
+    graph.invoke(None, point.config)
+
+
+def write_other_tools_fork(saver: Any, thread_id: str) -> None:
+    """A react-agent thread, then a fork from its first tool answers whose model asks for other
+    tools (a `trajectory` finding)."""
+    script = agents.travel_script()
+    graph = agents.react_agent(saver, script)
+    config = agents.thread(thread_id)
+    graph.invoke(agents.question(), config)
+    point = next(s for s in graph.get_state_history(config) if s.metadata["step"] == 2)
+    script.change(1, agents.calls(("lookup", {"city": "Porto"}), ("search", {"query": "OPO"})))
+    graph.invoke(None, point.config)
+
+
+def write_templates(path: Path) -> list[str]:
+    """The template threads, written to a new SQLite file at `path`."""
+    conn = sqlite3.connect(path, check_same_thread=False)
+    try:
+        saver = instrument(SqliteSaver(conn), tracer_provider=TracerProvider())
+        for thread_id in TEMPLATES[:-1]:
+            agents.react_agent(saver).invoke(agents.question(), agents.thread(thread_id))
+        write_replay(saver, FORKED)
+    finally:
+        conn.close()
+    return list(TEMPLATES)
+
+
+def copy_threads(path: Path, count: int, prefix: str = "t-") -> None:
+    """Add `count` threads to the file at `path`: thread n is a copy of template n % 4."""
+    conn = sqlite3.connect(path)
+    try:
+        conn.execute("CREATE TEMP TABLE template (k INTEGER PRIMARY KEY, thread_id TEXT)")
+        conn.executemany("INSERT INTO template VALUES (?, ?)", enumerate(TEMPLATES))
+        numbers = "WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i + 1 < ?) "
+        for table, columns in COLUMNS.items():
+            conn.execute(
+                f"INSERT INTO {table} (thread_id, {columns}) {numbers}"
+                f"SELECT ? || printf('%06d', n.i), {columns} FROM n "
+                f"JOIN template ON template.k = n.i % {len(TEMPLATES)} "
+                f"JOIN {table} AS source ON source.thread_id = template.thread_id",
+                (count, prefix),
+            )
+        conn.commit()
+    finally:
+        conn.close()
+
+
+def make_db(path: Path, threads: int) -> Path:
+    """A SQLite file of the templates and `threads` copies of them."""
+    write_templates(path)
+    copy_threads(path, threads)
+    return path
