@@ -18,12 +18,15 @@ import jinja2
 from langgraph.checkpoint.otel.analysis.diff import CheckpointDiff
 from langgraph.checkpoint.otel.tools.inspector.model import CheckpointRow, Report
 
-__all__ = ["render_report", "write_report"]
+__all__ = ["render_report", "subgraph_node", "subgraph_title", "write_report"]
 
 #: Timeline geometry (SVG user units).
 COLUMN: Final[int] = 44
 LANE: Final[int] = 56
 RADIUS: Final[int] = 8
+SUB_RADIUS: Final[int] = 6
+_CHAR_WIDTH: Final[float] = 6.2
+"""Average width of an 11 px system-ui character, in SVG units (labels are cut to fit)."""
 _TOP: Final[int] = 40
 _LEFT: Final[int] = 70
 
@@ -57,6 +60,8 @@ class Node:
     y: int
     diverged: bool
     resume_labels: tuple[str, ...]
+    radius: int = RADIUS
+    """Smaller for a subgraph's checkpoint."""
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -69,13 +74,45 @@ class Edge:
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
+class Lane:
+    """One row of the timeline: a branch of the root graph, or subgraph runs under one."""
+
+    label: str
+    y: int
+    subgraphs: bool
+    """A row of subgraph runs (drawn under the branch whose checkpoints ran them)."""
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class SubgraphRun:
+    """The checkpoints of one subgraph namespace, boxed and labelled on their lane."""
+
+    namespace: str
+    node: str
+    """The node of the enclosing graph that ran the subgraph."""
+    title: str
+    """``refund_agent (subgraph of support_desk)``."""
+    label: str
+    """`title`, truncated to the box's width (the full text is in the box's tooltip)."""
+    x: float
+    y: float
+    width: float
+    height: float
+    links: list[str]
+    """SVG paths: from the checkpoint it ran from, and up to the one applying its result."""
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
 class TimelineLayout:
     width: int
     height: int
     nodes: list[Node]
     edges: list[Edge]
-    lanes: list[tuple[int, int]]
-    """(lane, y) of each lane used."""
+    lanes: list[Lane]
+    """Every row drawn, top to bottom."""
+    branches: int
+    """Branches of the root graph (subgraph rows are not branches)."""
+    subgraphs: list[SubgraphRun] = dataclasses.field(default_factory=list)
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -159,22 +196,82 @@ def _resume_labels(report: Report) -> dict[str, list[str]]:
     return labels
 
 
+def subgraph_node(namespace: str) -> str:
+    """The node that runs the innermost subgraph of `namespace` (``a:<id>|b:<id>`` -> ``b``)."""
+    return namespace.rpartition("|")[2].partition(":")[0]
+
+
+def subgraph_title(namespace: str, graph_name: str | None) -> str:
+    """``b (subgraph of a)``; a top-level subgraph is one of the root graph (by its name)."""
+    outer = namespace.rpartition("|")[0]
+    parent = subgraph_node(outer) if outer else (graph_name or "the root graph")
+    return f"{subgraph_node(namespace)} (subgraph of {parent})"
+
+
+def _fit(text: str, width: float) -> str:
+    """`text` cut to about `width` SVG units of 11 px text, with an ellipsis when cut."""
+    room = max(1, int(width / _CHAR_WIDTH))
+    return text if len(text) <= room else text[: max(1, room - 1)] + "…"
+
+
+def _pack(spans: list[tuple[int, int, str]]) -> dict[str, int]:
+    """Row of each (first, last, namespace) span: the first row free before it starts."""
+    ends: list[int] = []
+    row_of: dict[str, int] = {}
+    for first, last, namespace in sorted(spans):
+        row = next((i for i, end in enumerate(ends) if end < first), len(ends))
+        if row == len(ends):
+            ends.append(last)
+        ends[row] = last
+        row_of[namespace] = row
+    return row_of
+
+
 def layout_timeline(report: Report) -> TimelineLayout:
-    """x = order on the timeline, y = lane (`CheckpointRow.branch`); an edge to each parent."""
+    """x = order on the timeline; y = the row: each branch of the root graph (the root
+    namespace's `CheckpointRow.branch`), then under it rows of the subgraph runs its
+    checkpoints started, one box per namespace (boxes that do not overlap share a row, nested
+    subgraphs go a row deeper). Edges join each checkpoint to its parent; dashed links join a
+    subgraph run to the checkpoint it ran from and to the one that applied its result."""
     rows = report.timeline.checkpoints
     diverged = {finding.checkpoint_id for finding in report.divergences.findings}
     resumes = _resume_labels(report)
-    lanes = sorted({row.branch for row in rows}) or [0]
-    lane_y = {lane: _TOP + index * LANE for index, lane in enumerate(lanes)}
+    index = {row.checkpoint_id: i for i, row in enumerate(rows)}
+    by_ns: dict[str, list[int]] = {}
+    for i, row in enumerate(rows):
+        by_ns.setdefault(row.namespace, []).append(i)
+    branches = sorted({row.branch for row in rows if not row.namespace}) or [0]
+    spans: dict[tuple[int, int], list[tuple[int, int, str]]] = {}  # (branch, depth) -> spans
+    for namespace, members in by_ns.items():
+        if namespace:
+            key = (rows[members[0]].branch, namespace.count("|") + 1)
+            spans.setdefault(key, []).append((members[0], members[-1], namespace))
+    lanes: list[Lane] = []
+    row_y: dict[str, int] = {}  # namespace -> y
+    branch_y: dict[int, int] = {}
+    y = _TOP
+    for branch in sorted(set(branches) | {b for b, _ in spans}):
+        branch_y[branch] = y
+        lanes.append(Lane("main" if branch == 0 else f"branch {branch}", y, subgraphs=False))
+        y += LANE
+        for depth in sorted(d for b, d in spans if b == branch):
+            packed = _pack(spans[(branch, depth)])
+            for sub_row in range(max(packed.values()) + 1):
+                lanes.append(Lane("subgraphs" if depth == 1 else "nested", y, subgraphs=True))
+                for namespace, assigned in packed.items():
+                    if assigned == sub_row:
+                        row_y[namespace] = y
+                y += LANE
     nodes: list[Node] = []
     where: dict[str, Node] = {}
-    for index, row in enumerate(rows):
+    for i, row in enumerate(rows):
         node = Node(
             row=row,
-            x=_LEFT + index * COLUMN,
-            y=lane_y[row.branch],
+            x=_LEFT + i * COLUMN,
+            y=row_y[row.namespace] if row.namespace else branch_y[row.branch],
             diverged=bool(row.divergences) or row.checkpoint_id in diverged,
             resume_labels=tuple(resumes.get(row.checkpoint_id, ())),
+            radius=SUB_RADIUS if row.namespace else RADIUS,
         )
         nodes.append(node)
         where.setdefault(row.checkpoint_id, node)
@@ -185,23 +282,70 @@ def layout_timeline(report: Report) -> TimelineLayout:
             continue
         if parent.y == node.y:
             edges.append(Edge(f"M{parent.x},{parent.y} L{node.x},{node.y}", fork=False))
-            continue
-        # down (or up) to the child's lane within one column, then along the lane
-        bend = min(parent.x + COLUMN, node.x)
-        mid = (parent.x + bend) / 2
-        d = (
-            f"M{parent.x},{parent.y} C{mid:g},{parent.y} {mid:g},{node.y} {bend},{node.y}"
-            f" L{node.x},{node.y}"
-        )
-        edges.append(Edge(d, fork=True))
+        else:
+            edges.append(Edge(_bend(parent.x, parent.y, node.x, node.y), fork=True))
+    runs = [
+        _subgraph_run(report, namespace, [nodes[i] for i in members], where, index)
+        for namespace, members in by_ns.items()
+        if namespace
+    ]
     width = _LEFT + max(len(rows) - 1, 0) * COLUMN + 110
-    height = _TOP + (len(lanes) - 1) * LANE + 44
     return TimelineLayout(
         width=width,
-        height=height,
+        height=y - LANE + 44,
         nodes=nodes,
         edges=edges,
-        lanes=[(lane, lane_y[lane]) for lane in lanes],
+        lanes=lanes,
+        branches=len(branches),
+        subgraphs=runs,
+    )
+
+
+def _bend(x1: float, y1: float, x2: float, y2: float) -> str:
+    """Down (or up) to the second point's row within one column, then along the row."""
+    bend = min(x1 + COLUMN, x2)
+    mid = (x1 + bend) / 2
+    return f"M{x1:g},{y1:g} C{mid:g},{y1:g} {mid:g},{y2:g} {bend:g},{y2:g} L{x2:g},{y2:g}"
+
+
+def _subgraph_run(
+    report: Report,
+    namespace: str,
+    members: list[Node],
+    where: dict[str, Node],
+    index: dict[str, int],
+) -> SubgraphRun:
+    first, last = members[0], members[-1]
+    title = subgraph_title(namespace, report.timeline.graph_name)
+    width = last.x - first.x + COLUMN - 4
+    links = []
+    origin = where.get(first.row.graph_parent_id or "")
+    if origin is not None:
+        links.append(_bend(origin.x, origin.y, first.x, first.y))
+        node = subgraph_node(namespace)
+        applied = [
+            n
+            for n in where.values()
+            if n.row.parent_id == origin.row.checkpoint_id
+            and n.row.namespace == origin.row.namespace
+            and node in n.row.nodes
+            and index[n.row.checkpoint_id] > index[last.row.checkpoint_id]
+        ]
+        if applied:
+            back = applied[0]
+            links.append(
+                f"M{last.x},{last.y} C{back.x:g},{last.y} {back.x},{last.y} {back.x},{back.y}"
+            )
+    return SubgraphRun(
+        namespace=namespace,
+        node=subgraph_node(namespace),
+        title=title,
+        label=_fit(title, width - 8),
+        x=first.x - COLUMN / 2 + 2,
+        y=first.y - 26,
+        width=width,
+        height=50,
+        links=links,
     )
 
 
@@ -340,8 +484,9 @@ def render_report(report: Report) -> str:
         growth=layout_growth(report),
         diffs=_diffs_by_checkpoint(report.diffs),
         selected=_initial_selection(report),
-        radius=RADIUS,
         short=short,
+        subgraph_title=lambda namespace: subgraph_title(namespace, report.timeline.graph_name),
+        subgraph_node=subgraph_node,
         human_bytes=human_bytes,
         signed_bytes=signed_bytes,
         format_time=format_time,

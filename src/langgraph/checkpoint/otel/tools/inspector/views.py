@@ -255,7 +255,8 @@ def _timeline(data: ThreadData) -> Timeline:
     sources, thread_id = data.sources, data.thread_id
     records = data.records
     parent_of = {r.checkpoint_id: r.parent_id for r in records}
-    lanes = _lanes([r.checkpoint_id for r in records], parent_of)
+    graph_parents = _graph_parents(data)
+    lanes = _lanes([r.checkpoint_id for r in records if not r.ns], parent_of)
     children: dict[str, int] = defaultdict(int)
     for r in records:
         if r.parent_id:
@@ -309,7 +310,8 @@ def _timeline(data: ThreadData) -> Timeline:
                 size_bytes=size,
                 growth_bytes=None if size is None or parent_size is None else size - parent_size,
                 state_hash=r.state_hash,
-                branch=lanes.get(cid, 0),
+                branch=_branch(cid, lanes, graph_parents),
+                graph_parent_id=graph_parents.get(cid),
                 fork_point=children[cid] > 1,
                 resume_kind=kind,
                 resumed_from=origin,
@@ -317,7 +319,66 @@ def _timeline(data: ThreadData) -> Timeline:
                 duration_ms=_inner_ms(put) if put is not None else None,
             )
         )
-    return Timeline(source=sources.info(), thread_id=thread_id, checkpoints=rows)
+    return Timeline(
+        source=sources.info(), thread_id=thread_id, checkpoints=rows, graph_name=_graph_name(data)
+    )
+
+
+def parent_namespace(ns: str) -> str:
+    """The namespace of the graph that ran the subgraph of namespace `ns` ("" for the root)."""
+    return ns.rpartition("|")[0]
+
+
+def _graph_parents(data: ThreadData) -> dict[str, str]:
+    """Per subgraph checkpoint, the enclosing graph's checkpoint it ran from.
+
+    From the saver: LangGraph's `parents` metadata (`{namespace: checkpoint id}`). From spans
+    alone: the enclosing namespace's latest put that started before the subgraph's first put
+    (its superstep ran from that checkpoint).
+    """
+    found: dict[str, str] = {}
+    for tup in data.tuples:
+        ns = _ns(tup)
+        parents = tup.metadata.get("parents") if tup.metadata else None
+        if ns and isinstance(parents, Mapping):
+            parent = parents.get(parent_namespace(ns))
+            if parent is not None:
+                found[str(tup.checkpoint["id"])] = str(parent)
+    starts: dict[str, list[tuple[int, str]]] = defaultdict(list)  # ns -> (start, checkpoint)
+    for span in data.puts:
+        cid = str(span.attributes.get(names.CHECKPOINT_ID, ""))
+        starts[str(span.attributes.get(names.CHECKPOINT_NS, ""))].append(
+            (span.start_time_unix_nano, cid)
+        )
+    for ns, puts in starts.items():
+        if not ns:
+            continue
+        first = min(puts)[0]
+        before = [p for p in starts.get(parent_namespace(ns), []) if p[0] <= first]
+        if before:
+            for _, cid in puts:
+                found.setdefault(cid, max(before)[1])
+    return found
+
+
+def _branch(cid: str, lanes: Mapping[str, int], graph_parents: Mapping[str, str]) -> int:
+    """The root graph's lane of `cid`: a subgraph's checkpoint is on its parent's lane."""
+    for _ in range(64):  # namespaces nest a few levels; a cycle in bad metadata ends here
+        if cid in lanes:
+            return lanes[cid]
+        parent = graph_parents.get(cid)
+        if parent is None:
+            return 0
+        cid = parent
+    return 0
+
+
+def _graph_name(data: ThreadData) -> str | None:
+    for span in data.spans:
+        name = span.attributes.get(names.GRAPH_NAME)
+        if span.name == names.SPAN_RUN and name:
+            return str(name)
+    return None
 
 
 def _inner_ms(span: SpanRecord) -> float:
