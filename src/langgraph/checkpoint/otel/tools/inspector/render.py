@@ -17,7 +17,7 @@ from langgraph.checkpoint.otel.tools.inspector.model import (
     Threads,
     Timeline,
 )
-from langgraph.checkpoint.otel.tools.inspector.views import short_ids
+from langgraph.checkpoint.otel.tools.inspector.views import short_ids, subgraph_title
 
 
 def human_bytes(n: int | None) -> str:
@@ -99,9 +99,13 @@ def timeline(console: Console, view: Timeline) -> None:
     table.add_column("marks", overflow="fold")
     has_ns = any(r.namespace for r in view.checkpoints)
     if has_ns:
-        table.add_column("namespace")
+        table.add_column("subgraph (namespace)", overflow="fold")
     for row in view.checkpoints:
-        lane = Text("│ " * row.branch + ("◆" if row.fork_point else "●"), style="cyan")
+        if row.namespace:  # a subgraph's checkpoint: under the branch it ran on, indented
+            depth = row.namespace.count("|") + 1
+            lane = Text("│ " * row.branch + "  " * depth + "○", style="magenta")
+        else:
+            lane = Text("│ " * row.branch + ("◆" if row.fork_point else "●"), style="cyan")
         marks = Text()
         if row.resume_kind:
             marks.append(f"resume {row.resume_kind} ", style="bold magenta")
@@ -123,7 +127,13 @@ def timeline(console: Console, view: Timeline) -> None:
             marks,
         ]
         if has_ns:
-            cells.append(row.namespace)
+            cells.append(
+                Text(subgraph_title(row.namespace, view.graph_name)).append(
+                    f" {row.namespace}", style="dim"
+                )
+                if row.namespace
+                else ""
+            )
         table.add_row(*cells, style="on grey11" if row.divergences else None)
     console.print(table)
     sources_line(console, view.source)

@@ -17,8 +17,9 @@ import jinja2
 
 from langgraph.checkpoint.otel.analysis.diff import CheckpointDiff
 from langgraph.checkpoint.otel.tools.inspector.model import CheckpointRow, Report
+from langgraph.checkpoint.otel.tools.inspector.views import subgraph_node, subgraph_title
 
-__all__ = ["render_report", "subgraph_node", "subgraph_title", "write_report"]
+__all__ = ["render_report", "write_report"]
 
 #: Timeline geometry (SVG user units).
 COLUMN: Final[int] = 44
@@ -194,18 +195,6 @@ def _resume_labels(report: Report) -> dict[str, list[str]]:
         elif target in ids and resume.kind not in labels.get(target, []):
             labels.setdefault(target, []).append(resume.kind)
     return labels
-
-
-def subgraph_node(namespace: str) -> str:
-    """The node that runs the innermost subgraph of `namespace` (``a:<id>|b:<id>`` -> ``b``)."""
-    return namespace.rpartition("|")[2].partition(":")[0]
-
-
-def subgraph_title(namespace: str, graph_name: str | None) -> str:
-    """``b (subgraph of a)``; a top-level subgraph is one of the root graph (by its name)."""
-    outer = namespace.rpartition("|")[0]
-    parent = subgraph_node(outer) if outer else (graph_name or "the root graph")
-    return f"{subgraph_node(namespace)} (subgraph of {parent})"
 
 
 def _fit(text: str, width: float) -> str:

@@ -329,6 +329,18 @@ def parent_namespace(ns: str) -> str:
     return ns.rpartition("|")[0]
 
 
+def subgraph_node(namespace: str) -> str:
+    """The node that runs the innermost subgraph of `namespace` (``a:<id>|b:<id>`` -> ``b``)."""
+    return namespace.rpartition("|")[2].partition(":")[0]
+
+
+def subgraph_title(namespace: str, graph_name: str | None) -> str:
+    """``b (subgraph of a)``; a top-level subgraph is one of the root graph (by its name)."""
+    outer = namespace.rpartition("|")[0]
+    parent = subgraph_node(outer) if outer else (graph_name or "the root graph")
+    return f"{subgraph_node(namespace)} (subgraph of {parent})"
+
+
 def _graph_parents(data: ThreadData) -> dict[str, str]:
     """Per subgraph checkpoint, the enclosing graph's checkpoint it ran from.
 
@@ -662,6 +674,8 @@ __all__ = [
     "growth",
     "resumes",
     "short_ids",
+    "subgraph_node",
+    "subgraph_title",
     "threads",
     "timeline",
 ]
