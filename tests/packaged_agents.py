@@ -222,11 +222,13 @@ def supervisor_agent(
         [effects.issue_refund()],
         "refunds",
     )
-    workflow = create_supervisor(
-        [researcher, refunds],
-        model=agents.ScriptedChatModel(script=scripts["supervisor"], agent="supervisor"),
-        prompt="Route refund requests.",
-    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # it builds the supervisor with create_react_agent
+        workflow = create_supervisor(
+            [researcher, refunds],
+            model=agents.ScriptedChatModel(script=scripts["supervisor"], agent="supervisor"),
+            prompt="Route refund requests.",
+        )
     return workflow.compile(checkpointer=checkpointer, **{"name": "support", **kw})
 
 

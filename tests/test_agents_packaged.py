@@ -1,0 +1,769 @@
+"""The wrapper on the packaged agents teams install (`packaged_agents.py`): deepagents'
+`create_deep_agent`, `langgraph_supervisor.create_supervisor` and `langgraph_swarm.create_swarm`,
+on real savers and the real OpenTelemetry SDK, in the spirit of `test_agents.py` (whose
+helpers it reuses): every expectation comes from LangGraph itself (its stream of tasks and
+checkpoints, `get_state`, `get_state_history`) or from the tools' own side-effect ledgers,
+never from the library's output.
+
+How these agents checkpoint (measured on deepagents 0.7.32, langgraph-supervisor 0.0.31,
+langgraph-swarm 0.1.0, langgraph 1.2.24):
+
+- deepagents: the main agent is a `create_agent` graph (nodes ``model``, ``tools`` and
+  middleware nodes such as ``PatchToolCallsMiddleware.before_agent``) whose ``messages`` is a
+  `DeltaChannel`: its root checkpoints hold no ``messages`` in ``channel_values``, only the
+  writes do. The sub-agent is a separate compiled graph *invoked inside the `task` tool call*
+  (``subagent.invoke(...)`` in deepagents.middleware.subagents), and it inherits the parent's
+  checkpointer, so its checkpoints are in the same thread under the namespace of the tool
+  task that ran it: ``tools:<task id>``. Its ``messages`` is a plain channel (the value is in
+  ``channel_values``), and its tool messages (`issue_refund`) live only there; the main agent
+  gets one ``ToolMessage`` (``task``) carrying the sub-agent's last answer.
+- langgraph-supervisor: the root graph has nodes ``supervisor``, ``researcher``, ``refunds``;
+  each is a `create_react_agent` subgraph checkpointed under ``<node>:<task id>``, the
+  supervisor included (its handoff tools end its subgraph with a ``Command(graph=PARENT)``, so
+  its namespace stops at the checkpoint scheduling ``tools``). The workers' tool messages
+  (`lookup`, `issue_refund`) live only in their namespaces: with the default
+  ``output_mode="last_message"`` the root gets the worker's last answer and the handoff-back
+  messages.
+- langgraph-swarm: root nodes ``alice`` and ``bob`` (subgraphs under ``alice:<task id>`` /
+  ``bob:<task id>``) and a root ``active_agent`` channel; the whole history of each agent
+  (tool messages included) is also written back to the root ``messages``.
+- A subgraph checkpoint's ``metadata["parents"]`` is ``{"": <root checkpoint id>}``: the root
+  checkpoint whose tasks ran the subgraph (for deepagents, the root checkpoint scheduling the
+  ``tools`` task of the `task` call).
+- A fork of the root re-runs the sub-agents under new task ids (new namespaces, e.g.
+  ``refunds:<new id>``), after a ``source=fork`` copy of the root checkpoint. Invoking the root
+  graph with a *sub-agent's* checkpoint config (``checkpoint_ns`` + ``checkpoint_id``) forks
+  nothing: it runs no task and the ledger does not grow, so only root checkpoints are forked
+  here (the sub-agents re-run inside those forks).
+
+Delegation and handoff tools (`task`, ``transfer_to_*``) and `lookup` are declared repeatable
+(`packaged_agents.REPEATABLE`); the side effects are `issue_refund` and `notify`.
+
+Matrix (kept under about three minutes on two cores): the per-run checks on every shape x
+{SqliteSaver sync durability via invoke, SqliteSaver async via stream, AsyncSqliteSaver via
+ainvoke, AsyncSqliteSaver sync via astream, PostgresSaver via invoke, AsyncPostgresSaver via
+ainvoke}; the clean-thread checks on every shape x the four savers; forks on SQLite sync and
+async; departures, delta channels and trace counts on SQLite; SIGKILL crashes in subprocesses
+on a SQLite file.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections import Counter
+from collections.abc import AsyncIterator, Callable, Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
+
+import agents
+import packaged_agents as pa
+from helpers import OTel
+from langgraph.checkpoint.otel import names, uninstrument
+from langgraph.checkpoint.otel.analysis.divergence import DivergencePolicy, divergences
+from langgraph.checkpoint.otel.analysis.hashing import combine_state_hash, hash_value
+from langgraph.checkpoint.otel.analysis.records import history_records, repr_bytes
+from langgraph.checkpoint.otel.tools.inspector.cli import main as inspector
+from langgraph.checkpoint.otel.tools.otlp_json import read_spans
+from test_agents import (
+    Driver,
+    Run,
+    Saver,
+    Step,
+    View,
+    bare_saver,
+    check_metadata,
+    check_nodes,
+    check_one_trace,
+    check_resumes,
+    check_runs,
+    divergence_events,
+    history_checkpoint_nodes,
+    instrumented,
+    library_spans,
+    named,
+    play,
+    play_step,
+)
+
+POLICY = DivergencePolicy(repeatable_tools=pa.REPEATABLE)
+SHAPES = tuple(pa.BUILDERS)
+ASYNC_KINDS = frozenset({"async_sqlite", "async_postgres"})
+SQLITE_FILES = {"sqlite": "checkpoints.sqlite", "async_sqlite": "async.sqlite"}
+"""The file `test_agents.bare_saver` opens for each SQLite kind (in `tmp_path`)."""
+
+
+def ask(text: str = pa.QUESTION) -> Callable[[], Any]:
+    return lambda: agents.question(text)
+
+
+@contextlib.asynccontextmanager
+async def saver_of(
+    kind: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> AsyncIterator[Saver]:
+    """A real, set-up saver: `test_agents.bare_saver`'s kinds and ``async_postgres``."""
+    if kind != "async_postgres":
+        async with bare_saver(kind, tmp_path, request) as saver:
+            yield saver
+        return
+    from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
+
+    url: str = request.getfixturevalue("postgres_db")
+    async with AsyncPostgresSaver.from_conn_string(url) as saver:
+        await saver.setup()
+        yield saver
+
+
+def source_of(kind: str, tmp_path: Path, request: pytest.FixtureRequest) -> str:
+    """The inspector's ``-s`` source for the database `saver_of(kind)` opened."""
+    if kind in SQLITE_FILES:
+        return f"sqlite:///{tmp_path / SQLITE_FILES[kind]}"
+    url: str = request.getfixturevalue("postgres_db")
+    return url
+
+
+# --------------------------------------------------------------------------------------------
+# findings, online and offline
+# --------------------------------------------------------------------------------------------
+
+
+def online(spans: Iterable[View]) -> list[tuple[Any, Any, Any]]:
+    """(kind, node, actual) of the `langgraph.divergence` events, sorted."""
+    return sorted(
+        (
+            e.get(names.DIVERGENCE_KIND),
+            e.get(names.DIVERGENCE_NODE),
+            e.get(names.DIVERGENCE_ACTUAL),
+        )
+        for e in divergence_events(spans)
+    )
+
+
+def offline(stored: Sequence[Any], policy: DivergencePolicy = POLICY) -> list[tuple[Any, ...]]:
+    """(kind, node, actual) of `divergences` over the records of every checkpoint of the
+    thread, all namespaces (root and sub-agents), sorted."""
+    return sorted((f.kind, f.node, f.actual) for f in divergences(history_records(stored), policy))
+
+
+def _ns_summary(stored: Sequence[Any]) -> dict[str, int]:
+    return dict(Counter(str(t.config["configurable"]["checkpoint_ns"]).split(":")[0] for t in stored))
+
+
+def check_online_is_offline(spans: Sequence[View], stored: Sequence[Any], what: str) -> None:
+    on, off = online(spans), offline(stored)
+    assert on == off, (
+        f"{what}: the findings online (langgraph.divergence events) and offline (divergences "
+        f"over history_records of all {len(stored)} checkpoints, namespaces "
+        f"{_ns_summary(stored)}) differ:\n  online:  {on}\n  offline: {off}"
+    )
+
+
+def repeated_side_effects(ledger: Sequence[tuple[str, str]]) -> set[str]:
+    """Side-effecting tools the ledger shows done more than once with the same argument."""
+    return {name for (name, _), n in Counter(ledger).items() if n > 1 and name in pa.SIDE_EFFECTS}
+
+
+# --------------------------------------------------------------------------------------------
+# scenarios
+# --------------------------------------------------------------------------------------------
+
+SCENARIO = (
+    Step(ask(), "error"),  # `issue_refund` (inside a sub-agent) fails once
+    Step(None, "finished", "error"),
+    Step(ask("Thanks!"), "finished", "continue"),
+)
+CLEAN = (Step(ask(), "finished"), Step(ask("Thanks!"), "finished", "continue"))
+
+RUN_MATRIX = [
+    # (saver kind, durability, stream): stream runs use stream / astream with the task and
+    # checkpoint events (`test_agents.Driver`), the others invoke / ainvoke
+    ("sqlite", "sync", False),
+    ("sqlite", "async", True),
+    ("async_sqlite", "async", False),
+    ("async_sqlite", "sync", True),
+    ("postgres", "async", False),
+    ("async_postgres", "async", False),
+]
+
+
+def build(shape: str, saver: Saver | None, effects: pa.Effects | None = None, **kw: Any) -> Any:
+    return pa.BUILDERS[shape](saver, effects=effects or pa.Effects(), **kw)
+
+
+# --------------------------------------------------------------------------------------------
+# 1. per run: traces, resumes, nodes, metadata
+# --------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("saver_kind", "durability", "stream"), RUN_MATRIX)
+@pytest.mark.parametrize("shape", SHAPES)
+async def test_every_run_of_every_packaged_agent(
+    shape: str,
+    saver_kind: str,
+    durability: str,
+    stream: bool,
+    otel: OTel,
+    tmp_path: Path,
+    request: pytest.FixtureRequest,
+) -> None:
+    """`issue_refund` fails inside the sub-agent, the run is resumed, then a new turn: each
+    run is one trace under langgraph.run, each resume (root and sub-agent) is linked to its
+    writer, every span names the node LangGraph says ran, the app reads exactly the metadata
+    of the bare saver, and the findings online and offline are the same: none, since the
+    ledger shows no side effect done twice."""
+    async with saver_of(saver_kind, tmp_path, request) as inner:
+        is_async = saver_kind in ASYNC_KINDS
+        saver = instrumented(inner, otel, divergence=POLICY)
+        effects = pa.Effects(failing={"issue_refund"})
+        driver = Driver(build(shape, saver, effects), saver, is_async, stream)
+        runs = await play(driver, otel, "t-wrapped", SCENARIO, durability)
+        spans = check_runs(runs, driver.graph.name)
+        await check_nodes(driver, runs)
+
+        bare_effects = pa.Effects(failing={"issue_refund"})
+        bare = Driver(build(shape, inner, bare_effects), inner, is_async, stream)
+        await play(bare, None, "t-bare", SCENARIO, durability)
+        stored = await check_metadata(driver, bare, "t-wrapped", "t-bare")
+        assert effects.ledger == bare_effects.ledger and effects.count("issue_refund") == 1
+
+        check_online_is_offline(spans, stored, f"{shape} on {saver_kind}")
+        repeated = repeated_side_effects(effects.ledger)
+        findings = online(spans)
+        assert {f[2] for f in findings if f[0] == "duplicate_tool_call"} == repeated
+        assert [f for f in findings if f[0] != "duplicate_tool_call"] == [], findings
+
+
+# --------------------------------------------------------------------------------------------
+# 2. clean threads: no finding online, offline, or from the CLI
+# --------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("saver_kind", ["sqlite", "async_sqlite", "postgres", "async_postgres"])
+@pytest.mark.parametrize("shape", SHAPES)
+async def test_a_clean_thread_has_no_finding(
+    shape: str,
+    saver_kind: str,
+    otel: OTel,
+    tmp_path: Path,
+    request: pytest.FixtureRequest,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """A thread never resumed nor forked (a run, then a new turn): no `langgraph.divergence`
+    event, no finding from `divergences(history_records(...))` over all its checkpoints (root
+    and sub-agent namespaces: a sub-agent's checkpoints are no branch of the root's), and
+    ``langgraph-otel diverge THREAD -s <the database>`` exits 0."""
+    async with saver_of(saver_kind, tmp_path, request) as inner:
+        saver = instrumented(inner, otel, divergence=POLICY)
+        effects = pa.Effects()
+        driver = Driver(build(shape, saver, effects), saver, saver_kind in ASYNC_KINDS)
+        runs = await play(driver, otel, "t-clean", CLEAN, "async")
+        spans = check_runs(runs, driver.graph.name)
+        assert not repeated_side_effects(effects.ledger), effects.ledger
+        assert online(spans) == [], f"findings on a clean thread: {online(spans)}"
+        stored = await driver.stored(agents.thread("t-clean"))
+        assert {str(t.config["configurable"]["checkpoint_ns"]) for t in stored} != {""}
+        found = offline(stored)
+        assert found == [], (
+            f"offline findings on a clean thread ({len(stored)} checkpoints, namespaces "
+            f"{_ns_summary(stored)}): {found}"
+        )
+    source = source_of(saver_kind, tmp_path, request)
+    capsys.readouterr()
+    code = inspector(["diverge", "t-clean", "-s", source, "--json"])
+    out = capsys.readouterr()
+    assert code == 0, (
+        f"langgraph-otel diverge t-clean -s {source} exited {code} on a clean thread:\n"
+        f"{out.out}{out.err}"
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# 3. deterministic forks from every checkpoint: only the side effects done again
+# --------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("saver_kind", "durability"), [("sqlite", "sync"), ("async_sqlite", "async")])
+@pytest.mark.parametrize("shape", SHAPES)
+async def test_forks_from_every_checkpoint_find_only_the_side_effects_done_again(
+    shape: str,
+    saver_kind: str,
+    durability: str,
+    otel: OTel,
+    tmp_path: Path,
+    request: pytest.FixtureRequest,
+) -> None:
+    """A finished thread forked from every root checkpoint but its last: every fork resumes
+    as `fork` (linked to its writer), and its only findings are `duplicate_tool_call`s of the
+    side-effecting tools the ledger shows it did again (in the root agent or inside a
+    sub-agent, which a fork re-runs under a new namespace), online and offline alike."""
+    async with saver_of(saver_kind, tmp_path, request) as inner:
+        saver = instrumented(inner, otel, divergence=POLICY)
+        effects = pa.Effects()
+        is_async = saver_kind in ASYNC_KINDS
+        driver = Driver(build(shape, saver, effects), saver, is_async)
+        runs = await play(driver, otel, "t-fork", (Step(ask()),), durability)
+        history = await driver.history(agents.thread("t-fork"))
+        points = [(s.metadata["step"], s.config["configurable"]["checkpoint_id"]) for s in history[1:]]
+        assert len(points) >= 4, points
+        wrong: list[str] = []
+        done_again: set[str] = set()
+        for step, checkpoint_id in points:
+            before = list(effects.ledger)
+            earlier = [s for r in runs for s in r.spans]
+            fork = {"checkpoint_id": checkpoint_id}
+            run = await play_step(
+                driver, otel, "t-fork", Step(None, "finished", "fork"), durability, configurable=fork
+            )
+            check_one_trace(run, driver.graph.name)
+            check_resumes(run, earlier)
+            runs.append(run)
+            again = {
+                name
+                for name, arg in effects.ledger[len(before) :]
+                if name in pa.SIDE_EFFECTS and (name, arg) in before
+            }
+            done_again |= again
+            findings = online(run.spans)
+            duplicates = {f[2] for f in findings if f[0] == "duplicate_tool_call"}
+            others = [f for f in findings if f[0] != "duplicate_tool_call"]
+            if duplicates != again or others:
+                wrong.append(
+                    f"fork from step {step}: the ledger shows {sorted(again) or 'nothing'} done "
+                    f"again; online duplicate_tool_call {sorted(duplicates) or 'none'}, other "
+                    f"findings {others or 'none'}"
+                )
+        assert done_again, "some fork re-ran a side effect"
+        stored = await driver.stored(agents.thread("t-fork"))
+        found = offline(stored)
+        assert not wrong, "\n".join(wrong)
+        assert {f[2] for f in found if f[0] == "duplicate_tool_call"} == done_again
+        assert [f for f in found if f[0] != "duplicate_tool_call"] == [], found
+        check_online_is_offline([s for r in runs for s in r.spans], stored, f"{shape} forks")
+        await check_nodes(driver, runs)
+
+
+# --------------------------------------------------------------------------------------------
+# 4. departures: a model that answers otherwise on a fork
+# --------------------------------------------------------------------------------------------
+
+
+def _content(message: BaseMessage) -> tuple[Any, ...]:
+    """A message as behaviour, free of run-specific ids."""
+    calls = tuple((c["name"], json.dumps(c["args"], sort_keys=True)) for c in getattr(message, "tool_calls", None) or ())
+    return (message.type, message.name, str(message.content), calls)
+
+
+def _behaviour(snapshot: Any) -> tuple[Any, ...]:
+    return tuple(_content(m) for m in snapshot.values.get("messages", []))
+
+
+@dataclass(frozen=True)
+class Departure:
+    shape: str
+    fork_at: Callable[[Any], bool]
+    """Picks the root checkpoint to fork from (a StateSnapshot of the finished thread; the
+    oldest of those it picks)."""
+    change: Callable[[dict[str, agents.Script]], None]
+    place: str
+    """The root node whose subgraph (or, for `tools`, whose `task` call) the changed model is
+    in; ``""`` for the root agent's own model."""
+
+
+def _last(snapshot: Any) -> Any:
+    messages = snapshot.values.get("messages", [])
+    return messages[-1] if messages else None
+
+
+def _asks_for(tool_name: str) -> Callable[[Any], bool]:
+    def pick(snapshot: Any) -> bool:
+        last = _last(snapshot)
+        return (
+            isinstance(last, AIMessage)
+            and [c["name"] for c in last.tool_calls] == [tool_name]
+            and bool(snapshot.next)
+        )
+
+    return pick
+
+
+def _answered(tool_name: str) -> Callable[[Any], bool]:
+    def pick(snapshot: Any) -> bool:
+        last = _last(snapshot)
+        return isinstance(last, ToolMessage) and last.name == tool_name and bool(snapshot.next)
+
+    return pick
+
+
+def _next_is(node: str) -> Callable[[Any], bool]:
+    return lambda s: tuple(s.next) == (node,)
+
+
+DECLINE = agents.Turn(f"I cannot refund {pa.ORDER}.")
+DEPARTURES: dict[str, Departure] = {
+    # the sub-agent declines instead of calling issue_refund (fork: before the task call)
+    "deep-subagent-declines": Departure(
+        "deep", _asks_for("task"), lambda s: s["refunds"].change(0, DECLINE), "tools"
+    ),
+    # the main agent answers instead of emailing the customer (fork: after the task answer)
+    "deep-root-skips-notify": Departure(
+        "deep",
+        _answered("task"),
+        lambda s: s[pa.DEEP_NAME].change(2, agents.Turn(f"Refunded {pa.ORDER}.")),
+        "",
+    ),
+    # the refunds worker declines (fork: the root checkpoint scheduling refunds)
+    "supervisor-refunds-declines": Departure(
+        "supervisor", _next_is("refunds"), lambda s: s["refunds"].change(0, DECLINE), "refunds"
+    ),
+    # the supervisor sends the researcher again instead of refunds (fork: after the researcher)
+    "supervisor-routes-otherwise": Departure(
+        "supervisor",
+        lambda s: tuple(s.next) == ("supervisor",) and s.metadata["step"] > 0,
+        lambda s: s["supervisor"].change(1, agents.calls(("transfer_to_researcher", {}))),
+        "supervisor",
+    ),
+}
+
+
+def _place(ns: str) -> str:
+    return ns.split(":")[0]
+
+
+def _first_change(
+    original: Sequence[Any], forked: Sequence[Any], by_id: dict[str, list[str]]
+) -> tuple[int, list[str]] | None:
+    """Where two branches (StateSnapshots oldest first, fork copies left out) first hold
+    different messages, by LangGraph's history: (index, the nodes whose writes that checkpoint
+    applies)."""
+    for index, (a, b) in enumerate(zip(original, forked, strict=False)):
+        if _behaviour(a) != _behaviour(b) or tuple(a.next) != tuple(b.next):
+            return index, by_id[b.config["configurable"]["checkpoint_id"]]
+    return None
+
+
+@pytest.mark.parametrize("case", list(DEPARTURES))
+async def test_a_model_that_answers_otherwise_on_a_fork_is_found(
+    case: str, otel: OTel, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    """A fork on which one model (the root's or a sub-agent's) answers otherwise: online and
+    offline alike there is a `trajectory` or `state` finding naming a node LangGraph's
+    history shows wrote the first changed checkpoint, in the changed model's own graph (the
+    sub-agent's namespace, which the fork re-ran under a new task id) or in the root; and
+    the only duplicate_tool_calls are side effects the ledger shows done again."""
+    spec = DEPARTURES[case]
+    scripts = pa.SCRIPTS[spec.shape]()
+    async with saver_of("sqlite", tmp_path, request) as inner:
+        saver = instrumented(inner, otel, divergence=POLICY)
+        effects = pa.Effects()
+        driver = Driver(build(spec.shape, saver, effects, scripts=scripts), saver, False)
+        first = await play_step(driver, otel, "t-div", Step(ask()), "sync")
+        history = await driver.history(agents.thread("t-div"))
+        matches = [s for s in history if spec.fork_at(s)]
+        assert matches, "the checkpoint to fork from"
+        point = matches[-1]  # the oldest (the history is newest first)
+        point_id = point.config["configurable"]["checkpoint_id"]
+        spec.change(scripts)
+        before = list(effects.ledger)
+        forked = await play_step(
+            driver,
+            otel,
+            "t-div",
+            Step(None, "finished", "fork"),
+            "sync",
+            configurable={"checkpoint_id": point_id},
+        )
+        check_runs([first, forked], driver.graph.name)
+
+        # what changed, from LangGraph's history: per place (root, sub-agent), the first
+        # checkpoint of the fork whose messages (or next tasks) differ from the original's
+        bare = uninstrument(saver)
+        listing = list(bare.list(agents.thread("t-div")))
+        namespaces = sorted({str(t.config["configurable"]["checkpoint_ns"]) for t in listing})
+        snapshots: dict[str, list[Any]] = {}
+        for ns in namespaces:
+            snaps = list(driver.graph.get_state_history(agents.thread("t-div", checkpoint_ns=ns)))
+            snapshots[ns] = sorted(snaps, key=lambda s: s.config["configurable"]["checkpoint_id"])
+        by_id = history_checkpoint_nodes([s for snaps in snapshots.values() for s in snaps])
+        first_ids = {p.attributes.get(names.CHECKPOINT_ID) for p in named(first.spans, names.SPAN_PUT)}
+        fork_ids = {p.attributes.get(names.CHECKPOINT_ID) for p in named(forked.spans, names.SPAN_PUT)}
+
+        def branch(ns: str, ids: set[Any]) -> list[Any]:
+            return [
+                s
+                for s in snapshots[ns]
+                if s.config["configurable"]["checkpoint_id"] in ids and s.metadata.get("source") != "fork"
+            ]
+
+        root_original = [
+            s for s in branch("", first_ids) if s.config["configurable"]["checkpoint_id"] > point_id
+        ]
+        changed: dict[str, list[str]] = {}
+        root_change = _first_change(root_original, branch("", fork_ids), by_id)
+        if root_change is not None:
+            changed[""] = root_change[1]
+        if spec.place:
+            old_ns = [ns for ns in namespaces if _place(ns) == spec.place and branch(ns, first_ids)]
+            new_ns = [ns for ns in namespaces if _place(ns) == spec.place and branch(ns, fork_ids)]
+            # the sub-agent run the fork re-did first: the first run's earliest one at that
+            # place ran from a root checkpoint at or after the fork point (`parents`), and the
+            # fork's earliest one
+            def ran_from(ns: str, ids: set[Any]) -> str:
+                return str(branch(ns, ids)[0].metadata["parents"][""])
+
+            old = sorted(
+                (ran_from(ns, first_ids), ns)
+                for ns in old_ns
+                if ran_from(ns, first_ids) >= point_id
+            )
+            new = sorted((ran_from(ns, fork_ids), ns) for ns in new_ns)
+            assert old and new, (old_ns, new_ns)
+            sub_change = _first_change(
+                branch(old[0][1], first_ids), branch(new[0][1], fork_ids), by_id
+            )
+            assert sub_change is not None, "the changed model's sub-agent run is the same"
+            changed[spec.place] = sub_change[1]
+        assert changed, "LangGraph's history shows the fork changed something"
+        acceptable = {node for nodes in changed.values() for node in nodes}
+        if spec.place:
+            acceptable.add(spec.place)  # the root node that ran the sub-agent
+
+        stored = await driver.stored(agents.thread("t-div"))
+        check_online_is_offline([*first.spans, *forked.spans], stored, case)
+        findings = online(forked.spans)
+        departures = [f for f in findings if f[0] in ("trajectory", "state")]
+        named_right = [f for f in departures if set(str(f[1]).split(",")) & acceptable]
+        assert named_right, (
+            f"{case}: expected a trajectory or state finding naming one of {sorted(acceptable)} "
+            f"(LangGraph's history: first changed checkpoint per place {changed}); "
+            f"found {findings or 'nothing'}"
+        )
+        again = {
+            name for name, arg in effects.ledger[len(before) :] if name in pa.SIDE_EFFECTS and (name, arg) in before
+        }
+        duplicates = {f[2] for f in findings if f[0] == "duplicate_tool_call"}
+        assert duplicates == again, f"duplicate_tool_call {duplicates}, ledger shows {again} again"
+        assert not [f for f in findings if f[0] not in ("trajectory", "state", "duplicate_tool_call")]
+
+
+# --------------------------------------------------------------------------------------------
+# 5. deepagents' DeltaChannel messages: channel events, tool calls, state hashes, traces
+# --------------------------------------------------------------------------------------------
+
+
+def _describe(message: BaseMessage) -> str:
+    """How a summary names a message: its type, with its tool calls or tool name."""
+    calls = [c["name"] for c in getattr(message, "tool_calls", None) or ()]
+    if calls:
+        return f"{message.type}(tool_calls={','.join(calls)})"
+    if message.type == "tool":
+        return f"tool({message.name})"
+    return message.type
+
+
+def _added_summary(added: Sequence[BaseMessage]) -> str:
+    word = "message" if len(added) == 1 else "messages"
+    return f"+{len(added)} {word}: " + ", ".join(_describe(m) for m in added[:5])
+
+
+def _events(span: View, name: str) -> list[dict[str, Any]]:
+    return [attrs for event, attrs in span.events if event == name]
+
+
+@pytest.mark.parametrize("saver_kind", ["sqlite", "async_sqlite"])
+async def test_deep_agent_delta_messages_are_seen(
+    saver_kind: str, otel: OTel, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    """deepagents' ``messages`` is a `DeltaChannel` (no value in the stored root checkpoints):
+    on every root put whose ``channels_changed`` holds ``messages`` there is a
+    ``langgraph.channel`` event for it whose hash is that of the materialised messages
+    (`get_state(checkpoint).values["messages"]`), whose size grows as messages are added and
+    whose summary names what the step added; ``langgraph.tool_call`` events for the calls a
+    model step asked for; and the put's state hash is the hash of the materialised state
+    (different for different numbers of messages)."""
+    async with saver_of(saver_kind, tmp_path, request) as inner:
+        saver = instrumented(inner, otel, divergence=POLICY)
+        is_async = saver_kind in ASYNC_KINDS
+        driver = Driver(build("deep", saver), saver, is_async)
+        run = await play_step(driver, otel, "t-delta", Step(ask()), "sync")
+        check_one_trace(run, driver.graph.name)
+        bare = uninstrument(saver)
+        stored = {
+            str(t.checkpoint["id"]): t
+            for t in await driver.listing(bare, agents.thread("t-delta", checkpoint_ns=""))
+        }
+        assert not [i for i, t in stored.items() if "messages" in t.checkpoint["channel_values"]], (
+            "deepagents' messages is a DeltaChannel: no stored root checkpoint holds its value"
+        )
+        puts = [p for p in named(run.spans, names.SPAN_PUT) if p.ns == ""]
+        problems: list[str] = []
+        sizes: list[tuple[int, int]] = []
+        hashes: dict[int, set[str]] = {}
+        for put in puts:
+            checkpoint_id = str(put.attributes[names.CHECKPOINT_ID])
+            step = put.attributes.get(names.STEP)
+            snapshot = await driver.state(agents.thread("t-delta", checkpoint_id=checkpoint_id))
+            messages = list(snapshot.values.get("messages", []))
+            parent_id = (snapshot.parent_config or {}).get("configurable", {}).get("checkpoint_id")
+            previous: list[Any] = []
+            if parent_id:
+                parent = await driver.state(agents.thread("t-delta", checkpoint_id=parent_id))
+                previous = list(parent.values.get("messages", []))
+            values = dict(stored[checkpoint_id].checkpoint["channel_values"])
+            if messages:
+                values["messages"] = messages
+            want_state = combine_state_hash(
+                {name: hash_value(value, fallback=repr_bytes) for name, value in values.items()}
+            )
+            if put.attributes.get(names.STATE_HASH) != want_state:
+                problems.append(
+                    f"step {step}: state_hash {put.attributes.get(names.STATE_HASH)}, expected "
+                    f"{want_state} (the hash of the materialised state, {len(messages)} messages)"
+                )
+            hashes.setdefault(len(messages), set()).add(str(put.attributes.get(names.STATE_HASH)))
+            if "messages" not in put.attributes.get(names.CHANNELS_CHANGED, ()):
+                continue
+            channel = [e for e in _events(put, names.EVENT_CHANNEL) if e.get(names.CHANNEL_NAME) == "messages"]
+            if len(channel) != 1:
+                problems.append(
+                    f"step {step}: messages changed ({len(previous)} -> {len(messages)} "
+                    f"messages), {len(channel)} langgraph.channel events for it"
+                )
+                continue
+            (event,) = channel
+            if event.get(names.CHANNEL_HASH) != hash_value(messages):
+                problems.append(f"step {step}: channel hash is not that of the {len(messages)} messages")
+            sizes.append((len(messages), int(event.get(names.CHANNEL_SIZE_BYTES) or 0)))
+            added = messages[len(previous) :]
+            if previous and added and event.get(names.CHANNEL_SUMMARY) != _added_summary(added):
+                problems.append(
+                    f"step {step}: summary {event.get(names.CHANNEL_SUMMARY)!r}, expected "
+                    f"{_added_summary(added)!r}"
+                )
+            want_calls = sorted(
+                (c["name"], c["id"]) for m in added if isinstance(m, AIMessage) for c in m.tool_calls
+            )
+            got_calls = sorted(
+                (e.get(names.TOOL_NAME), e.get(names.TOOL_CALL_ID)) for e in _events(put, names.EVENT_TOOL_CALL)
+            )
+            if got_calls != want_calls:
+                problems.append(f"step {step}: tool_call events {got_calls}, expected {want_calls}")
+        assert sizes, "no root put reported messages among its channels_changed"
+        shrinking = [(a, b) for a, b in zip(sizes, sizes[1:], strict=False) if b[0] > a[0] and b[1] <= a[1]]
+        if not all(size > 0 for _, size in sizes) or shrinking:
+            problems.append(
+                "the messages channel's size_bytes does not grow with the messages (the size of "
+                f"the whole value, as for a plain channel, not of the step's delta); "
+                f"(messages, size_bytes) per put: {sizes}"
+            )
+        by_count = [next(iter(h)) for n, h in sorted(hashes.items()) if len(h) == 1]
+        if len(set(by_count)) != len(by_count):
+            problems.append(f"puts holding different numbers of messages share a state hash: {hashes}")
+        assert not problems, "\n".join(problems)
+
+
+@pytest.mark.parametrize("saver_kind", ["sqlite", "async_sqlite"])
+async def test_deep_agent_state_reads_are_one_trace_each(
+    saver_kind: str, otel: OTel, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    """Outside any run, `get_state` (latest, and at a checkpoint) and `get_state_history` of a
+    deep-agent thread each make one trace (their `get_delta_channel_history` reads included)."""
+    async with saver_of(saver_kind, tmp_path, request) as inner:
+        saver = instrumented(inner, otel)
+        driver = Driver(build("deep", saver), saver, saver_kind in ASYNC_KINDS)
+        await play_step(driver, otel, "t-read", Step(ask()), "sync")
+        history = await driver.history(agents.thread("t-read"))
+        middle = history[len(history) // 2].config["configurable"]["checkpoint_id"]
+        calls: dict[str, Callable[[], Any]] = {
+            "get_state": lambda: driver.state(agents.thread("t-read")),
+            "get_state(checkpoint_id)": lambda: driver.state(agents.thread("t-read", checkpoint_id=middle)),
+            "get_state_history": lambda: driver.history(agents.thread("t-read")),
+        }
+        problems = []
+        for label, call in calls.items():
+            otel.clear()
+            await call()
+            spans = library_spans(otel.spans())
+            traces = Counter(s.trace_id for s in spans)
+            if len(traces) != 1:
+                problems.append(
+                    f"{label}: {len(traces)} traces ({sorted(Counter(s.name for s in spans).items())})"
+                )
+        assert not problems, "each read is one trace:\n" + "\n".join(problems)
+
+
+# --------------------------------------------------------------------------------------------
+# 6. a real SIGKILL inside a side-effecting tool, resumed by another process
+# --------------------------------------------------------------------------------------------
+
+CRASH_APP = Path(__file__).with_name("packaged_crash_app.py")
+CRASH_TIMEOUT_S = 90
+
+
+def _app(shape: str, db: Path, spans: Path, instance: str, action: str, effects: Path, *extra: str) -> list[str]:
+    command = [sys.executable, str(CRASH_APP), shape, str(db), str(spans), instance, action]
+    return [*command, "t-crash", str(effects), *extra]
+
+
+@pytest.mark.parametrize("shape", ["deep", "supervisor"])
+def test_sigkill_inside_a_sub_agent_side_effect_resumes_as_crash(shape: str, tmp_path: Path) -> None:
+    """Process A is killed (SIGKILL) inside the sub-agent's `issue_refund`, right after its side
+    effect; process B resumes the thread with ``invoke(None)``: its run is one trace, a
+    `crash` resume linked to the put span that wrote the checkpoint it loaded, the refund is
+    retried (the ledger holds it twice) and the retried call's ``langgraph.tool.start`` span
+    says ``langgraph.tool.retry=true`` with the key of A's."""
+    db, effects = tmp_path / "db.sqlite", tmp_path / "effects.txt"
+    a = subprocess.run(
+        _app(shape, db, tmp_path / "a.jsonl", "A", "run", effects, "--kill-after-effect"),
+        capture_output=True,
+        text=True,
+        timeout=CRASH_TIMEOUT_S,
+        stdin=subprocess.DEVNULL,
+    )
+    assert a.returncode == -signal.SIGKILL, f"A exited {a.returncode}:\n{a.stderr}"
+    assert effects.read_text().splitlines() == [f"A issue_refund {pa.ORDER}"]
+    b = subprocess.run(
+        _app(shape, db, tmp_path / "b.jsonl", "B", "resume", effects),
+        capture_output=True,
+        text=True,
+        timeout=CRASH_TIMEOUT_S,
+        stdin=subprocess.DEVNULL,
+    )
+    assert b.returncode == 0, b.stderr
+    result = json.loads(b.stdout.splitlines()[-1])
+    lines = effects.read_text().splitlines()
+    assert lines[:2] == [f"A issue_refund {pa.ORDER}", f"B issue_refund {pa.ORDER}"], lines
+    assert result["outcome"] == "finished", result
+
+    raw_a, raw_b = read_spans(tmp_path / "a.jsonl"), read_spans(tmp_path / "b.jsonl")
+    a_spans, b_spans = library_spans(raw_a), library_spans(raw_b)
+    graph_name = result["graph"]
+    check_one_trace(Run(Step(None, "finished", "crash"), "t-crash", [], b_spans), graph_name)
+    check_resumes(Run(Step(None, "finished", "crash"), "t-crash", [], b_spans), a_spans)
+    starts_a = [s for s in raw_a if s.name == names.SPAN_TOOL_START]
+    starts_b = [s for s in raw_b if s.name == names.SPAN_TOOL_START]
+    summary = [
+        (who, s.attributes.get(names.TOOL_NAME), s.attributes.get(names.TOOL_RETRY))
+        for who, starts in (("A", starts_a), ("B", starts_b))
+        for s in starts
+    ]
+    refund_a = [s for s in starts_a if s.attributes.get(names.TOOL_NAME) == "issue_refund"]
+    refund_b = [s for s in starts_b if s.attributes.get(names.TOOL_NAME) == "issue_refund"]
+    assert len(refund_a) == 1 and len(refund_b) == 1, summary
+    assert refund_a[0].attributes.get(names.TOOL_RETRY) is False, summary
+    assert (
+        refund_a[0].attributes[names.TOOL_IDEMPOTENCY_KEY]
+        == refund_b[0].attributes[names.TOOL_IDEMPOTENCY_KEY]
+    )
+    assert refund_b[0].attributes.get(names.TOOL_RETRY) is True, (
+        f"the retried issue_refund after the crash resume: tool.start spans (process, tool, "
+        f"retry) {summary}"
+    )
