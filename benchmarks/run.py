@@ -26,6 +26,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import _harness as h
+import inspector_scale
 import memory
 import own_work
 import peers
@@ -306,7 +307,7 @@ def main() -> int:
     parser.add_argument("--out", default=str(ROOT / ".bench" / "results.json"))
     parser.add_argument(
         "--only",
-        choices=("graph", "history", "reads", "memory", "peers", "own", "restart"),
+        choices=("graph", "history", "reads", "memory", "peers", "own", "restart", "scale"),
         help="run only one of the benchmarks",
     )
     args = parser.parse_args()
@@ -337,6 +338,7 @@ def main() -> int:
         "peers": None,
         "own_work": None,
         "restart": None,
+        "inspector_scale": None,
     }
 
     with tempfile.TemporaryDirectory(prefix="lgotel-bench-") as tmp:
@@ -368,6 +370,9 @@ def main() -> int:
         if args.only in (None, "restart"):
             log("[restart] first put of a fresh process, 10 KB and 10 MB histories")
             results["restart"] = restart.bench_restart(plan.label)
+        if args.only in (None, "scale"):
+            log("[scale] the inspector on 10,000 and 100,000 threads (SQLite), 10,000 (PostgreSQL)")
+            results["inspector_scale"] = inspector_scale.bench_inspector_scale(plan.label)
     results["elapsed_s"] = time.perf_counter() - started
 
     targets = evaluate(results)
@@ -520,6 +525,9 @@ def _module_targets(results: dict[str, Any]) -> list[dict[str, Any]]:
                 HISTORY_TARGET,
             )
         )
+    if results["inspector_scale"]:
+        for name, value, limit in inspector_scale.targets(results["inspector_scale"]):
+            targets.append(_target(name, value, limit))
     return targets
 
 
@@ -559,6 +567,8 @@ def print_report(results: dict[str, Any], targets: list[dict[str, Any]]) -> None
         print("\n6. " + "\n".join(own_work.report_lines(results["own_work"])))
     if results["restart"]:
         print("\n7. " + "\n".join(restart.report_lines(results["restart"])))
+    if results["inspector_scale"]:
+        print("\n8. " + "\n".join(inspector_scale.report_lines(results["inspector_scale"])))
     if results["reads"]:
         print(
             f"\n3. reads of a {READ_CHECKPOINTS}-checkpoint thread (median ms; ratio to bare): "

@@ -1,6 +1,6 @@
-"""SQLite checkpoint databases of many threads, made in seconds: a few real threads of a real
-agent (`agents.react_agent`, written through the instrumented saver), whose rows are then copied
-with SQL under many thread ids.
+"""SQLite and PostgreSQL checkpoint databases of many threads, made in seconds: a few real
+threads of a real agent (`agents.react_agent`, written through the instrumented saver), whose
+rows are then copied with SQL under many thread ids.
 
 Each copy keeps its template's checkpoint ids (ids are unique per thread only), so copies of
 one template are equally recent; thread ids are `<prefix><n:06d>`.
@@ -22,10 +22,20 @@ FORKED = "template-forked"
 """The template replayed from its first tool answers (time travel): the replay books and emails
 again, two `duplicate_tool_call` findings on one checkpoint."""
 TEMPLATES = ("template-0", "template-1", "template-2", FORKED)
+CHECKPOINT_COLUMNS = (
+    "checkpoint_ns, checkpoint_id, parent_checkpoint_id, type, checkpoint, metadata"
+)
 COLUMNS = {
-    "checkpoints": "checkpoint_ns, checkpoint_id, parent_checkpoint_id, type, checkpoint, metadata",
+    "checkpoints": CHECKPOINT_COLUMNS,
     "writes": "checkpoint_ns, checkpoint_id, task_id, idx, channel, type, value, task_path",
 }
+"""SqliteSaver's tables, and the columns copied (all but thread_id)."""
+POSTGRES_COLUMNS = {
+    "checkpoints": CHECKPOINT_COLUMNS,
+    "checkpoint_blobs": "checkpoint_ns, channel, version, type, blob",
+    "checkpoint_writes": "checkpoint_ns, checkpoint_id, task_id, idx, channel, type, blob, task_path",
+}
+"""PostgresSaver's tables, and the columns copied."""
 
 
 def write_replay(saver: Any, thread_id: str) -> None:
@@ -49,14 +59,19 @@ def write_other_tools_fork(saver: Any, thread_id: str) -> None:
     graph.invoke(None, point.config)
 
 
+def write_templates_through(saver: Any) -> None:
+    """The template threads, written through the instrumented `saver`."""
+    wrapped = instrument(saver, tracer_provider=TracerProvider())
+    for thread_id in TEMPLATES[:-1]:
+        agents.react_agent(wrapped).invoke(agents.question(), agents.thread(thread_id))
+    write_replay(wrapped, FORKED)
+
+
 def write_templates(path: Path) -> list[str]:
     """The template threads, written to a new SQLite file at `path`."""
     conn = sqlite3.connect(path, check_same_thread=False)
     try:
-        saver = instrument(SqliteSaver(conn), tracer_provider=TracerProvider())
-        for thread_id in TEMPLATES[:-1]:
-            agents.react_agent(saver).invoke(agents.question(), agents.thread(thread_id))
-        write_replay(saver, FORKED)
+        write_templates_through(SqliteSaver(conn))
     finally:
         conn.close()
     return list(TEMPLATES)
@@ -66,6 +81,10 @@ def copy_threads(path: Path, count: int, prefix: str = "t-") -> None:
     """Add `count` threads to the file at `path`: thread n is a copy of template n % 4."""
     conn = sqlite3.connect(path)
     try:
+        # no journal while copying (the file is made, not kept safe); WAL again after, as
+        # SqliteSaver leaves it
+        conn.execute("PRAGMA journal_mode = OFF")
+        conn.execute("PRAGMA synchronous = OFF")
         conn.execute("CREATE TEMP TABLE template (k INTEGER PRIMARY KEY, thread_id TEXT)")
         conn.executemany("INSERT INTO template VALUES (?, ?)", enumerate(TEMPLATES))
         numbers = "WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i + 1 < ?) "
@@ -78,6 +97,7 @@ def copy_threads(path: Path, count: int, prefix: str = "t-") -> None:
                 (count, prefix),
             )
         conn.commit()
+        conn.execute("PRAGMA journal_mode = WAL")
     finally:
         conn.close()
 
@@ -87,3 +107,29 @@ def make_db(path: Path, threads: int) -> Path:
     write_templates(path)
     copy_threads(path, threads)
     return path
+
+
+def make_postgres_db(url: str, threads: int, prefix: str = "t-") -> None:
+    """The templates and `threads` copies of them in the (empty) PostgreSQL database at `url`."""
+    from langgraph.checkpoint.postgres import PostgresSaver
+    from psycopg import Connection
+    from psycopg.rows import dict_row
+
+    with Connection.connect(
+        url, autocommit=True, prepare_threshold=0, row_factory=dict_row
+    ) as conn:
+        saver = PostgresSaver(conn)  # type: ignore[arg-type]
+        saver.setup()
+        write_templates_through(saver)
+        templates = ", ".join(f"({k}, '{t}')" for k, t in enumerate(TEMPLATES))
+        for table, columns in POSTGRES_COLUMNS.items():
+            conn.execute(
+                f"INSERT INTO {table} (thread_id, {columns}) "
+                f"SELECT %s || lpad(n::text, 6, '0'), {columns} "
+                f"FROM generate_series(0, %s - 1) AS n "
+                f"JOIN (VALUES {templates}) AS template(k, thread_id) "
+                f"ON template.k = mod(n, {len(TEMPLATES)}) "
+                f"JOIN {table} AS source ON source.thread_id = template.thread_id",
+                (prefix, threads),
+            )
+        conn.execute("VACUUM ANALYZE")

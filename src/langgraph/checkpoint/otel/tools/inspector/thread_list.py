@@ -17,7 +17,6 @@ checkpoints.
 from __future__ import annotations
 
 import heapq
-import importlib
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -159,26 +158,21 @@ def _saver_latest(
 
     if isinstance(saver, InMemorySaver):
         return _top(_memory_latest(saver, query), skip, want)
-    sqlite_saver, postgres_saver = _sql_saver_classes()
-    if sqlite_saver is not None and isinstance(saver, sqlite_saver):
-        return _sql_latest(saver, query, skip, want, postgres=False)
-    if postgres_saver is not None and isinstance(saver, postgres_saver):
-        return _sql_latest(saver, query, skip, want, postgres=True)
+    kind = _sql_kind(saver)
+    if kind is not None:
+        return _sql_latest(saver, query, skip, want, postgres=kind == "postgres")
     return _top(_scan_latest(saver, query), skip, want)
 
 
-def _sql_saver_classes() -> tuple[type[Any] | None, type[Any] | None]:
-    """SqliteSaver and PostgresSaver, each None when its package is not installed."""
-    found: list[type[Any] | None] = []
-    for module, name in (
-        ("langgraph.checkpoint.sqlite", "SqliteSaver"),
-        ("langgraph.checkpoint.postgres", "PostgresSaver"),
-    ):
-        try:
-            found.append(getattr(importlib.import_module(module), name))
-        except ImportError:
-            found.append(None)
-    return found[0], found[1]
+def _sql_kind(saver: BaseCheckpointSaver[Any]) -> str | None:
+    """ "sqlite" or "postgres" for a SqliteSaver or PostgresSaver (or a subclass), else None;
+    told by class, so neither package is imported for another saver."""
+    for cls in type(saver).__mro__:
+        if (cls.__module__, cls.__name__) == ("langgraph.checkpoint.sqlite", "SqliteSaver"):
+            return "sqlite"
+        if (cls.__module__, cls.__name__) == ("langgraph.checkpoint.postgres", "PostgresSaver"):
+            return "postgres"
+    return None
 
 
 def _top(latest: dict[str, str], skip: int, want: int | None) -> tuple[list[Latest], int | None]:
