@@ -22,7 +22,7 @@ import sys
 import threading
 import weakref
 from collections import deque
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Mapping
 from contextlib import AbstractContextManager
 from contextvars import ContextVar
 from dataclasses import dataclass
@@ -55,8 +55,10 @@ class LoopRun:
 
     __slots__ = (
         "_applied",
+        "_entered",
         "_exit_durability",
         "_lock",
+        "_logical",
         "_recent",
         "_seen",
         "explicit_checkpoint",
@@ -88,6 +90,54 @@ class LoopRun:
         self._applied: dict[str, set[str]] = {}
         """checkpoint id -> nodes of the step applied on it, until a put reads them."""
         self._exit_durability = getattr(loop, "durability", None) == "exit"
+        self._logical: dict[str, dict[str, Any]] = {}
+        """checkpoint id -> the values of its delta channels, until its put reads them."""
+        self._entered: list[Callable[[Mapping[str, Any]], None]] = []
+
+    # --- delta channels ---------------------------------------------------------------------
+
+    def after_entry(self, callback: Callable[[Mapping[str, Any]], None]) -> None:
+        """Call `callback(values)` once the loop has entered, with the values its delta
+        channels were rebuilt to (LangGraph reads their history after the run's load)."""
+        with self._lock:
+            self._entered.append(callback)
+
+    def delta_values(self, checkpoint_id: str) -> Mapping[str, Any] | None:
+        """The values of the delta channels of checkpoint `checkpoint_id` as the loop held
+        them when it saved it (none: the graph has no delta channel, or the put is not the
+        loop's), forgotten once read."""
+        with self._lock:
+            return self._logical.pop(checkpoint_id, None)
+
+    def _entry_done(self) -> None:
+        """The loop has entered: hand the rebuilt delta values to `after_entry` callbacks and
+        note the delta values of every checkpoint the loop saves from now on."""
+        loop = self.loop()
+        channels = _delta_channels(loop)
+        if loop is None or not channels:
+            return
+        with self._lock:
+            callbacks, self._entered = self._entered, []
+        values = _values_of(channels, None)
+        for callback in callbacks:
+            callback(values)
+        submit = getattr(loop, "submit", None)
+        save = getattr(loop, "_checkpointer_put_after_previous", None)
+        if not callable(submit) or save is None:
+            _missing("PregelLoop.submit (the values of delta channels at each checkpoint)")
+            return
+        # a bound method, as LangGraph keeps a weak reference to it; the loop holds it
+        loop.submit = _NotingSubmit(self, submit, save, channels).submit
+        return
+
+    def _note_save(self, checkpoint: Any, channels: Mapping[str, Any]) -> None:
+        """The loop submits the save of `checkpoint`: note its delta channels' values."""
+        versions = checkpoint.get("channel_versions") or {}
+        values = _values_of(channels, versions)
+        with self._lock:
+            self._logical[str(checkpoint["id"])] = values
+            while len(self._logical) > RECENT_STEPS:
+                del self._logical[next(iter(self._logical))]
 
     def watch_steps(self, on_fault: Callable[[str, Exception], None]) -> None:
         """Note each step's tasks as the loop applies them (see the class docstring). A fault
@@ -180,6 +230,65 @@ class LoopRun:
         return True
 
 
+class _NotingSubmit:
+    """A loop's `submit` that notes the delta values of each checkpoint it saves, in the loop's
+    thread, as the save is submitted (the channels then hold that checkpoint's values)."""
+
+    __slots__ = ("__weakref__", "_channels", "_run", "_save", "_submit")
+
+    def __init__(
+        self, run: LoopRun, submit: Callable[..., Any], save: Any, channels: Mapping[str, Any]
+    ) -> None:
+        self._run = run
+        self._submit = submit
+        self._save = getattr(save, "__func__", save)
+        self._channels = channels
+
+    def submit(self, fn: Any, *args: Any, **kwargs: Any) -> Any:
+        if getattr(fn, "__func__", fn) is self._save and len(args) > _SAVE_CHECKPOINT:
+            try:
+                self._run._note_save(args[_SAVE_CHECKPOINT], self._channels)
+            except Exception:
+                _missing("the checkpoint a save is submitted with (delta channels)")
+        return self._submit(fn, *args, **kwargs)
+
+
+_SAVE_CHECKPOINT = 3
+"""Position of the checkpoint among the arguments a save is submitted with
+(`_checkpointer_put_after_previous(previous, delta writes, config, checkpoint, ...)`)."""
+
+
+def _delta_channels(loop: Any) -> dict[str, Any]:
+    """The loop's `DeltaChannel`s by name (none on a LangGraph without them)."""
+    try:
+        from langgraph.channels.delta import DeltaChannel
+    except ImportError:
+        return {}
+    channels = getattr(loop, "channels", None)
+    if not isinstance(channels, Mapping):
+        return {}
+    return {str(k): c for k, c in channels.items() if isinstance(c, DeltaChannel)}
+
+
+def _values_of(channels: Mapping[str, Any], versions: Mapping[str, Any] | None) -> dict[str, Any]:
+    """The current values of delta `channels` (those with a version in `versions`, if given):
+    the very objects, no copy (a delta reducer makes a new value on every update)."""
+    return {
+        name: channel.get()
+        for name, channel in channels.items()
+        if (versions is None or name in versions) and channel.is_available()
+    }
+
+
+def delta_snapshot_value(value: Any) -> Any:
+    """The value a stored delta-channel snapshot holds (any other value as it is)."""
+    try:
+        from langgraph.checkpoint.serde.types import _DeltaSnapshot
+    except ImportError:
+        return value
+    return value.value if isinstance(value, _DeltaSnapshot) else value
+
+
 @dataclass(slots=True)
 class _Entry:
     """A loop entering in this context, until the first load made during its entry claims it."""
@@ -188,6 +297,15 @@ class _Entry:
     graph_name: str | None
     is_async: bool
     claimed: bool = False
+    run: LoopRun | None = None
+
+    def entered(self) -> None:
+        """The loop has entered: tell the run that claimed it (never raising)."""
+        if self.run is not None:
+            try:
+                self.run._entry_done()
+            except Exception:
+                _missing("the loop's delta channels after its entry")
 
 
 _ENTERING: ContextVar[_Entry | None] = ContextVar("langgraph_otel_entering_loop", default=None)
@@ -202,7 +320,8 @@ def entering_run() -> LoopRun | None:
     if entry is None or entry.claimed:
         return None
     entry.claimed = True
-    return LoopRun(entry.loop, entry.graph_name, entry.is_async)
+    entry.run = LoopRun(entry.loop, entry.graph_name, entry.is_async)
+    return entry.run
 
 
 TaskScope = Callable[[str, str], AbstractContextManager[Any] | None]
@@ -248,18 +367,24 @@ def _wrap_loop_entries() -> None:
         return
 
     def __enter__(self: Any) -> Any:
-        token = _ENTERING.set(_Entry(self, _graph_name(sys._getframe(1)), is_async=False))
+        entry = _Entry(self, _graph_name(sys._getframe(1)), is_async=False)
+        token = _ENTERING.set(entry)
         try:
-            return sync_enter(self)
+            entered = sync_enter(self)
         finally:
             _ENTERING.reset(token)
+        entry.entered()
+        return entered
 
     async def __aenter__(self: Any) -> Any:
-        token = _ENTERING.set(_Entry(self, _graph_name(sys._getframe(1)), is_async=True))
+        entry = _Entry(self, _graph_name(sys._getframe(1)), is_async=True)
+        token = _ENTERING.set(entry)
         try:
-            return await async_enter(self)
+            entered = await async_enter(self)
         finally:
             _ENTERING.reset(token)
+        entry.entered()
+        return entered
 
     _patch(sync_loop, "__enter__", __enter__, sync_enter)
     _patch(async_loop, "__aenter__", __aenter__, async_enter)

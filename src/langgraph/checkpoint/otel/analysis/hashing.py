@@ -1066,6 +1066,15 @@ class StateHasher:
         loaded elements (a reload gives new objects equal to the old).
         """
         stored = stored or {}
+        for channel, (digest, size) in stored.items():
+            # a channel stored without a value (a delta channel between its snapshots): its
+            # stored digest stands for it while its version stays
+            version = versions.get(channel, _MISSING)
+            if channel not in values and version is not _MISSING:
+                with self._lock:
+                    known = self._scope_digests(scope)
+                    if channel not in known or known[channel][0] != version:
+                        known[channel] = (version, ChannelDigest(digest, size, None))
         for channel, value in values.items():
             version = versions.get(channel, _MISSING)
             if version is _MISSING:
@@ -1174,8 +1183,11 @@ class StateHasher:
         values: Mapping[str, Any],
         versions: Mapping[str, object],
         changed: Collection[str],
+        absent: Collection[str] = (),
     ) -> StateDigest:
-        """Digest every channel of ``values``.
+        """Digest every channel of ``values``, and of `absent` (channels a checkpoint stores
+        without their value: a delta channel between snapshots) those whose digest at their
+        version is cached.
 
         Channels not in ``changed`` whose digest at this version is cached (the last one of each
         (scope, channel)) are not encoded again. Channels without a version in ``versions`` are
@@ -1203,6 +1215,18 @@ class StateHasher:
             ctx = _Ctx(self._fallback, memos=memos, elements=scope_memo.elements)
         else:
             ctx = _Ctx(self._fallback)
+        for channel in absent:
+            # stored without a value (a delta channel between its snapshots) and unchanged:
+            # its last digest at this version stands for it
+            cached = known.get(channel)
+            if (
+                cached is not None
+                and channel not in changed_set
+                and channel not in values
+                and versions.get(channel, _MISSING) == cached[0]
+            ):
+                channels[channel] = cached[1]
+                size_bytes += cached[1].size
         for channel, value in values.items():
             version = versions.get(channel, _MISSING)
             is_changed = channel in changed_set

@@ -12,8 +12,8 @@ from langgraph.checkpoint.base import ChannelVersions, Checkpoint, CheckpointMet
 from opentelemetry.util.types import AttributeValue
 
 from langgraph.checkpoint.otel import names
-from langgraph.checkpoint.otel._langgraph.formats import node_of_task
-from langgraph.checkpoint.otel._langgraph.loop import update_node
+from langgraph.checkpoint.otel._langgraph.formats import DELTA_COUNTERS_KEY, node_of_task
+from langgraph.checkpoint.otel._langgraph.loop import delta_snapshot_value, update_node
 from langgraph.checkpoint.otel.analysis.divergence import Finding
 from langgraph.checkpoint.otel.analysis.hashing import StateDigest, StateHasher
 from langgraph.checkpoint.otel.analysis.records import (
@@ -21,8 +21,10 @@ from langgraph.checkpoint.otel.analysis.records import (
     UNKNOWN_NODE,
     Scope,
     StoredTelemetry,
+    ToolActivity,
     bounded_text,
     is_state_channel,
+    message_tool_activity,
     requested_tool_calls,
     stored_nodes,
     task_outcome,
@@ -82,8 +84,8 @@ class PutReporter:
         """Set the put span's attributes and events; `call.metadata` gets the stored
         telemetry, `call.findings` the divergences found."""
         parent_id = (config.get("configurable") or {}).get("checkpoint_id")
-        values = checkpoint.get("channel_values") or {}
         metadata = call.metadata
+        values, delta = self._logical_values(scope, checkpoint, metadata)
         nodes, resumed_from = self._nodes_applied(
             scope, parent_id, checkpoint, metadata.get("source")
         )
@@ -114,22 +116,26 @@ class PutReporter:
                 values,
                 checkpoint.get("channel_versions") or {},
                 [c for c in new_versions if c in values],
+                delta,
             )
         state_hash: str | None = None
         channel_digests: dict[str, tuple[str, int]] = {}
         lineage: Lineage | None = None
+        tools: ToolActivity | None = None
+        run_tools: ToolActivity | None = None
         if digest is not None:
+            sizes = _written_sizes(digest, delta)
+            written = sum(sizes.values())
             attributes[names.STATE_HASH] = digest.state_hash
             attributes[names.SIZE_BYTES] = digest.size_bytes
-            attributes[names.WRITTEN_BYTES] = digest.written_bytes
-            lineage = self._grow(scope, checkpoint, parent_id, digest, attributes)
+            attributes[names.WRITTEN_BYTES] = written
+            lineage = self._grow(scope, checkpoint, parent_id, digest, written, attributes)
             state_changes = [c for c in digest.changed if is_state_channel(c)]
-            self._channel_events(op, digest, state_changes, values)
+            self._channel_events(op, digest, sizes, state_changes, values)
             if op.recording:
                 self._tool_call_events(op, digest, values, parent_id is None)
-            self._telemetry.record_sizes(
-                digest.size_bytes, [(c, digest.channels[c].size) for c in state_changes]
-            )
+            self._telemetry.record_sizes(digest.size_bytes, [(c, sizes[c]) for c in state_changes])
+            tools, run_tools = self._step_tools(scope, parent_id, metadata, digest, values)
             if self._options.store_hashes:
                 state_hash = digest.state_hash
                 channel_digests = {name: (d.hash, d.size) for name, d in digest.channels.items()}
@@ -143,6 +149,8 @@ class PutReporter:
                 {name: d.hash for name, d in digest.channels.items()} if digest else None
             ),
             state_hash=digest.state_hash if digest else None,
+            tools=tools,
+            values=values,
         )
         if call.findings:
             attributes[names.DIVERGENCE_DETECTED] = True
@@ -160,8 +168,76 @@ class PutReporter:
                 resumed_from,
                 schema_version,
                 lineage,
+                tools if self._options.store_hashes else None,
+                run_tools if self._options.store_hashes else None,
             )
             call.metadata = {**metadata, names.METADATA_KEY: stored.to_metadata()}  # type: ignore[typeddict-unknown-key]
+
+    def _logical_values(
+        self, scope: Scope, checkpoint: Checkpoint, metadata: Mapping[str, Any]
+    ) -> tuple[Mapping[str, Any], frozenset[str]]:
+        """The checkpoint's channel values as the graph sees them, and its delta channels.
+
+        A `DeltaChannel` stores no value between snapshots (its updates are kept as writes):
+        its value is the one the loop held when it saved this checkpoint; a stored snapshot
+        holds the same value."""
+        values = checkpoint.get("channel_values") or {}
+        loop = self._runs.loop_of(scope)
+        held = loop.delta_values(str(checkpoint.get("id", ""))) if loop is not None else None
+        counters = metadata.get(DELTA_COUNTERS_KEY)
+        if not held and not counters:
+            return values, frozenset()
+        logical = {name: delta_snapshot_value(value) for name, value in values.items()}
+        snapshots = {name for name, value in values.items() if logical[name] is not value}
+        logical.update(held or {})
+        named = set(counters) if isinstance(counters, Mapping) else set()
+        return logical, frozenset(snapshots | set(held or ()) | named)
+
+    def _step_tools(
+        self,
+        scope: Scope,
+        parent_id: str | None,
+        metadata: Mapping[str, Any],
+        digest: StateDigest,
+        values: Mapping[str, Any],
+    ) -> tuple[ToolActivity | None, ToolActivity | None]:
+        """The tool calls this checkpoint's step requested and answered, its subgraphs'
+        included (None when the messages it added are unknown); and, for a subgraph's
+        checkpoint, those of the subgraph's run so far.
+
+        A subgraph's put notes its run's activity with the root checkpoint it runs from
+        (LangGraph's `parents` metadata), for the root put that applies the step to add: a
+        subgraph that a fork runs again, under a new namespace, is compared as part of that
+        step."""
+        channel = self._options.messages_channel
+        messages = values.get(channel)
+        own: ToolActivity | None = ToolActivity()
+        if channel in digest.changed and isinstance(messages, list):
+            previous = digest.previous.get(channel)
+            start = previous.count if previous is not None else (0 if not parent_id else None)
+            own = (
+                ToolActivity(*message_tool_activity(messages, start)) if start is not None else None
+            )
+        thread_id, namespace = scope
+        with self._states.lock:
+            state = self._states.get(scope)
+            if namespace:
+                if not parent_id:
+                    state.run_tools = ToolActivity()  # the run's first checkpoint
+                if own is None and metadata.get("step") == 0:
+                    own = ToolActivity()  # the step applies the subgraph's input: none its own
+                so_far = state.run_tools = (
+                    None if own is None or state.run_tools is None else state.run_tools + own
+                )
+                root_checkpoint = (metadata.get("parents") or {}).get("")
+                if so_far is not None and root_checkpoint:
+                    root = self._states.get((thread_id, ""))
+                    root.note_subgraph_tools(str(root_checkpoint), namespace, so_far)
+                return own, so_far
+            subgraphs = state.subgraph_tools.pop(str(parent_id), {})
+        for activity in subgraphs.values():
+            own = None if own is None else own + activity
+        return own, None
 
     def _nodes_applied(
         self, scope: Scope, parent_id: str | None, checkpoint: Checkpoint, source: Any
@@ -197,6 +273,7 @@ class PutReporter:
         checkpoint: Checkpoint,
         parent_id: str | None,
         digest: StateDigest,
+        written: int,
         attributes: dict[str, AttributeValue],
     ) -> Lineage | None:
         """The thread's line so far (continued from the parent's), and the largest channel."""
@@ -215,7 +292,7 @@ class PutReporter:
             parent = (0, 0) if not parent_id else lineages.get(str(parent_id))
             if parent is None:
                 return None  # the parent's line is unknown (written without this library)
-            lineage = (parent[0] + 1, parent[1] + digest.written_bytes)
+            lineage = (parent[0] + 1, parent[1] + written)
             lineages[str(checkpoint.get("id", ""))] = lineage
         self._runs.note_lineage(scope, lineage)
         attributes[names.THREAD_CHECKPOINTS] = lineage[0]
@@ -226,12 +303,13 @@ class PutReporter:
         self,
         op: Operation,
         digest: StateDigest,
+        sizes: Mapping[str, int],
         channels: Sequence[str],
         values: Mapping[str, Any],
     ) -> None:
         if not op.recording:
             return
-        changed = sorted(channels, key=lambda c: -digest.channels[c].size)
+        changed = sorted(channels, key=lambda c: -sizes[c])
         for channel in changed[: self._options.max_channel_events]:
             channel_digest = digest.channels[channel]
             previous = digest.previous.get(channel)
@@ -240,7 +318,7 @@ class PutReporter:
                 {
                     names.CHANNEL_NAME: channel,
                     names.CHANNEL_HASH: channel_digest.hash,
-                    names.CHANNEL_SIZE_BYTES: channel_digest.size,
+                    names.CHANNEL_SIZE_BYTES: sizes[channel],
                     names.CHANNEL_SUMMARY: summarize(
                         values.get(channel), previous.count if previous else None
                     ),
@@ -327,6 +405,19 @@ class PutReporter:
             names.WRITES_COUNT: len(writes),
             names.TASK_OUTCOME: task_outcome(channels),
         }
+
+
+def _written_sizes(digest: StateDigest, delta: frozenset[str]) -> dict[str, int]:
+    """Bytes each changed channel writes: its whole value, but for a delta channel only what
+    the step added to it (what LangGraph stores of it)."""
+    sizes = {}
+    for channel in digest.changed:
+        size = digest.channels[channel].size
+        previous = digest.previous.get(channel)
+        if channel in delta and previous is not None and previous.size <= size:
+            size -= previous.size
+        sizes[channel] = size
+    return sizes
 
 
 def _user_claims_metadata_key(config: RunnableConfig, metadata: CheckpointMetadata) -> bool:

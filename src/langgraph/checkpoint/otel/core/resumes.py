@@ -5,6 +5,8 @@ flight, the hashes already known)."""
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
 
@@ -23,11 +25,13 @@ from langgraph.checkpoint.otel.analysis.lineage import (
 from langgraph.checkpoint.otel.analysis.records import (
     Scope,
     StoredTelemetry,
+    ToolActivity,
     bounded_text,
     last_tool_requests,
     read_stored_telemetry,
 )
 from langgraph.checkpoint.otel.core.calls import LoadCall, NextVersion, config_attributes
+from langgraph.checkpoint.otel.core.runs import Runs
 from langgraph.checkpoint.otel.core.scope_state import ScopeStates, SeenCheckpoint, scope_of
 from langgraph.checkpoint.otel.core.telemetry import Operation, Telemetry
 from langgraph.checkpoint.otel.core.tool_registry import TOOL_CALLS
@@ -47,12 +51,14 @@ class ResumeReporter:
         options: InstrumentOptions,
         telemetry: Telemetry,
         states: ScopeStates,
+        runs: Runs,
         hasher: StateHasher,
         watch: DivergenceWatch,
     ) -> None:
         self._options = options
         self._telemetry = telemetry
         self._states = states
+        self._runs = runs
         self._hasher = hasher
         self._watch = watch
 
@@ -83,21 +89,27 @@ class ResumeReporter:
             if call.run_trace is not None:
                 call.run_trace.set({names.RESUME_KIND: resume.kind})
             call.migration = self._check_schema(op, stored, attributes)
-            self._note_tool_requests(scope, resume, result)
+            self._note_tool_requests(scope, resume, result.checkpoint.get("channel_values") or {})
             with self._states.lock:
                 state = self._states.get(scope)
                 state.last_checkpoint = SeenCheckpoint.of(result.checkpoint)
                 state.resumed_from = (resume.kind, resume.from_checkpoint_id)
+                if scope[1]:  # a subgraph's run goes on: its tool activity so far
+                    state.run_tools = _run_tools(stored)
             self._watch.start(scope, resume, result)
             if resume.kind == "fork":
                 call.walk = self._watch.reference_walk(scope, result, latest)
+            # a migrated checkpoint's values are not the ones its hashes describe
+            hashes = stored.channels if stored is not None and not call.migration else None
+            versions = result.checkpoint.get("channel_versions") or {}
             self._hasher.adopt(
-                scope,
-                result.checkpoint.get("channel_values") or {},
-                result.checkpoint.get("channel_versions") or {},
-                # a migrated checkpoint's values are not the ones its hashes describe
-                stored.channels if stored is not None and not call.migration else None,
+                scope, result.checkpoint.get("channel_values") or {}, versions, hashes
             )
+            loop = self._runs.loop_of(scope)
+            if loop is not None:  # delta channels are rebuilt after the load
+                loop.after_entry(
+                    functools.partial(self._loaded_delta, scope, resume, versions, hashes)
+                )
             self._telemetry.count_resume(resume.kind)
         op.set(attributes)
 
@@ -169,17 +181,35 @@ class ResumeReporter:
             loaded.config, migrated, loaded.metadata, loaded.parent_config, loaded.pending_writes
         )
 
-    def _note_tool_requests(self, scope: Scope, resume: Resume, loaded: CheckpointTuple) -> None:
+    def _loaded_delta(
+        self,
+        scope: Scope,
+        resume: Resume,
+        versions: Mapping[str, Any],
+        hashes: Mapping[str, tuple[str, int]] | None,
+        values: Mapping[str, Any],
+    ) -> None:
+        """The loop rebuilt the loaded checkpoint's delta channels to `values`: continue the
+        hashing from them, and read the tool calls in flight from them (see `describe_load`)."""
+
+        def continue_from_them() -> None:
+            self._hasher.adopt(scope, values, versions, hashes)
+            if self._options.messages_channel in values:
+                self._note_tool_requests(scope, resume, values)
+                self._watch.loaded_values(scope, values)
+
+        self._telemetry.guard("delta channels of a resume", continue_from_them)
+
+    def _note_tool_requests(self, scope: Scope, resume: Resume, values: Mapping[str, Any]) -> None:
         """Note the last tool calls the loaded state requests (for the resumed run's tool
         spans) and, after a crash, error or interrupt, those never answered: in flight when
         the last run stopped (their side effects may have run). After a `continue` nothing
         is scheduled: no tool runs from the loaded state."""
+        subgraph = bool(scope[1])
         if resume.kind == "continue":
-            TOOL_CALLS.note_in_flight(scope[0], ())
+            TOOL_CALLS.note_in_flight(scope[0], (), add=subgraph)
             return
-        messages = (loaded.checkpoint.get("channel_values") or {}).get(
-            self._options.messages_channel
-        )
+        messages = values.get(self._options.messages_channel)
         if not isinstance(messages, list):
             return
         calls, answered = last_tool_requests(messages)
@@ -189,7 +219,7 @@ class ResumeReporter:
             if resume.kind in _IN_FLIGHT_KINDS
             else []
         )
-        TOOL_CALLS.note_in_flight(scope[0], in_flight)
+        TOOL_CALLS.note_in_flight(scope[0], in_flight, add=subgraph)
 
 
 def _classify(
@@ -206,6 +236,14 @@ def _classify(
         nodes=stored.nodes if stored else (),
     )
     return classify_resume(facts, RunStart(explicit, run.interrupt_before, run.interrupt_after))
+
+
+def _run_tools(stored: StoredTelemetry | None) -> ToolActivity | None:
+    """What a subgraph's run had requested and answered up to the loaded checkpoint (None:
+    unknown, it was not written by this library with hashes)."""
+    if stored is None or stored.state_hash is None:
+        return None
+    return stored.run_tools or ToolActivity()
 
 
 def _differs(new: Any, old: Any) -> bool:

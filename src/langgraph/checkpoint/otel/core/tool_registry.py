@@ -44,11 +44,14 @@ class ToolCallRegistry:
         with self._lock:
             return self._calls.get(call_id)
 
-    def note_in_flight(self, thread_id: str, keys: Iterable[str]) -> None:
+    def note_in_flight(self, thread_id: str, keys: Iterable[str], *, add: bool = False) -> None:
         """A run of `thread_id` resumes a checkpoint whose calls `keys` were never answered
-        (replacing what was noted for the thread before; no keys forgets the thread)."""
+        (replacing what was noted for the thread before, no keys forgetting the thread; with
+        `add`, a subgraph's resume within the thread's run, added to it)."""
         in_flight = frozenset(list(keys)[:MAX_IN_FLIGHT_PER_THREAD])
         with self._lock:
+            if add:
+                in_flight |= self._in_flight.get(thread_id, frozenset())
             if in_flight:
                 self._in_flight[thread_id] = in_flight
             else:

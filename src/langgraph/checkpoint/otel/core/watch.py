@@ -24,6 +24,7 @@ from langgraph.checkpoint.otel.analysis.lineage import Resume
 from langgraph.checkpoint.otel.analysis.records import (
     CheckpointRecord,
     Scope,
+    ToolActivity,
     checkpoint_record,
     message_tool_activity,
 )
@@ -144,8 +145,14 @@ class DivergenceWatch:
         nodes: Sequence[str],
         channel_hashes: Mapping[str, str] | None,
         state_hash: str | None,
+        tools: ToolActivity | None = None,
+        values: Mapping[str, Any] | None = None,
     ) -> list[Finding]:
-        """Findings revealed by a put of a watched thread (none for unwatched threads)."""
+        """Findings revealed by a put of a watched thread (none for unwatched threads).
+
+        `tools`: the tool activity of the put's step, when the wrapper knows it (else read
+        from the messages it added); `values`: the checkpoint's values as the graph sees them
+        (its delta channels included)."""
         with self._lock:
             session = self._sessions.get(scope)
             if session is None:
@@ -160,8 +167,9 @@ class DivergenceWatch:
                 nodes=nodes,
                 channel_hashes=channel_hashes,
                 state_hash=state_hash,
+                tools=tools,
             )
-            session.last_messages = self._messages(checkpoint)
+            session.last_messages = self._messages(checkpoint, values)
             session.last_checkpoint_id = record.checkpoint_id
             session.puts += 1
             if session.puts >= self.policy.window:
@@ -187,9 +195,27 @@ class DivergenceWatch:
             **known,
         )
 
-    def _messages(self, checkpoint: Mapping[str, Any]) -> list[Any]:
-        value = (checkpoint.get("channel_values") or {}).get(self.messages_channel)
+    def _messages(
+        self, checkpoint: Mapping[str, Any], values: Mapping[str, Any] | None = None
+    ) -> list[Any]:
+        if values is None:
+            values = checkpoint.get("channel_values") or {}
+        value = values.get(self.messages_channel)
         return value if isinstance(value, list) else []
+
+    def loaded_values(self, scope: Scope, values: Mapping[str, Any]) -> None:
+        """The loaded checkpoint's delta channels, once the loop has rebuilt them: the tool
+        calls answered before the resume are read from its messages."""
+        messages = values.get(self.messages_channel)
+        if not isinstance(messages, list):
+            return
+        _, answered = message_tool_activity(messages)
+        with self._lock:
+            session = self._sessions.get(scope)
+            if session is None or session.comparison.compared:
+                return
+            session.last_messages = messages
+            session.comparison.completed_before = {call.key for call in answered}
 
 
 def _step(tup: Any) -> int | None:
