@@ -19,6 +19,8 @@ NOT_TELEMETRY = {
     "META_RESUME",
     "META_SCHEMA",
     "META_LINEAGE",
+    "META_TOOLS",
+    "META_RUN_TOOLS",
     "UNVERSIONED",
     "SCOPE",
 }

@@ -174,6 +174,12 @@ META_SCHEMA: Final = "schema"
 """The `schema_version` the checkpoint was written under (absent: unversioned)."""
 META_LINEAGE: Final = "lineage"
 """[checkpoints, written_bytes] of the checkpoint's line of ancestors, itself included."""
+META_TOOLS: Final = "tools"
+"""{"calls": [key, ...], "results": [key, ...]}: idempotency keys of the tool calls the
+checkpoint's step requested and answered, its subgraphs' included (present when there were any)."""
+META_RUN_TOOLS: Final = "run_tools"
+"""(a subgraph's checkpoints) {"calls", "results"} of the subgraph's run up to the checkpoint:
+what a resumed run of the subgraph continues from."""
 META_CARRIER_KEYS: Final = ("traceparent", "tracestate")
 """W3C trace context of the put span that wrote the checkpoint (never baggage)."""
 META_FORMAT_VERSION: Final = 2

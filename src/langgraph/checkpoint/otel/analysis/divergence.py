@@ -233,14 +233,17 @@ def divergences(
 ) -> list[Finding]:
     """Findings over a thread's stored history (see `records.history_records`).
 
+    Checkpoints are compared only within their namespace: a subgraph's checkpoints never with
+    the root's, nor with another run of the subgraph (a subgraph's tool calls are compared as
+    part of the parent step that ran it: the wrapper stores them with that step's checkpoint).
     Every checkpoint with more than one child is a fork point: each later child's chain is
     compared with the earliest child's chain. A run that resumed without new input (its first
     checkpoint carries the wrapper's stored resume kind, other than `continue`) is checked
     for tool calls its lineage had answered before the resume point.
     """
-    by_parent: dict[str | None, list[CheckpointRecord]] = {}
+    by_parent: _Children = {}
     for record in records:
-        by_parent.setdefault(record.parent_id, []).append(record)
+        by_parent.setdefault((record.ns, record.parent_id), []).append(record)
     findings: list[Finding] = []
     for children in by_parent.values():
         if len(children) < 2:
@@ -256,15 +259,17 @@ def divergences(
     return list(unique.values())
 
 
-def _chain(
-    first: CheckpointRecord,
-    by_parent: dict[str | None, list[CheckpointRecord]],
-    limit: int,
-) -> list[CheckpointRecord]:
+_Children = dict[tuple[str, str | None], list[CheckpointRecord]]
+"""(namespace, parent checkpoint id) -> the checkpoints written on it."""
+
+
+def _chain(first: CheckpointRecord, by_parent: _Children, limit: int) -> list[CheckpointRecord]:
     """`first` and its first-born descendants; a fork copy continues into its own children."""
     chain = [first]
     while len(chain) <= limit:
-        children = sorted(by_parent.get(chain[-1].checkpoint_id, []), key=lambda r: r.checkpoint_id)
+        children = sorted(
+            by_parent.get((first.ns, chain[-1].checkpoint_id), []), key=lambda r: r.checkpoint_id
+        )
         if not children:
             break
         chain.append(children[0])

@@ -103,6 +103,11 @@ class StoredTelemetry:
     """The application's `schema_version` when the checkpoint was written (None: unversioned)."""
     lineage: tuple[int, int] | None = None
     """(checkpoints, written bytes) of the checkpoint's line of ancestors, itself included."""
+    tools: ToolActivity | None = None
+    """The tool calls the checkpoint's step requested and answered (its subgraphs' included),
+    when the writer knew them."""
+    run_tools: ToolActivity | None = None
+    """(a subgraph's checkpoints) those of the subgraph's run up to this checkpoint."""
 
     def to_metadata(self) -> dict[str, Any]:
         """The JSON-compatible value stored under `names.METADATA_KEY`."""
@@ -119,6 +124,12 @@ class StoredTelemetry:
             value[names.META_SCHEMA] = self.schema_version
         if self.lineage is not None:
             value[names.META_LINEAGE] = list(self.lineage)
+        for key, tools in ((names.META_TOOLS, self.tools), (names.META_RUN_TOOLS, self.run_tools)):
+            if tools is not None and (tools.calls or tools.results):
+                value[key] = {
+                    "calls": [call.key for call in tools.calls],
+                    "results": [call.key for call in tools.results],
+                }
         value.update(self.carrier)
         return value
 
@@ -168,7 +179,21 @@ def read_stored_telemetry(metadata: Mapping[str, Any] | None) -> StoredTelemetry
         resume,
         schema_version if isinstance(schema_version, str) else None,
         _lineage_entry(value.get(names.META_LINEAGE)),
+        _tools_entry(value.get(names.META_TOOLS)),
+        _tools_entry(value.get(names.META_RUN_TOOLS)),
     )
+
+
+def _tools_entry(value: Any) -> ToolActivity | None:
+    """Stored ``{"calls": [key], "results": [key]}``, or None when absent or malformed (a
+    checkpoint stored without it says nothing of its tools: they are read from its messages)."""
+    if not isinstance(value, Mapping):
+        return None
+    lists = [value.get("calls", []), value.get("results", [])]
+    if not all(isinstance(keys, list) and all(isinstance(k, str) for k in keys) for keys in lists):
+        return None
+    calls, results = (tuple(ToolCall.of_key(k) for k in keys) for keys in lists)
+    return ToolActivity(calls, results)
 
 
 def _lineage_entry(pair: Any) -> tuple[int, int] | None:
@@ -211,6 +236,8 @@ _STORED_KEYS = frozenset(
         names.META_RESUME,
         names.META_SCHEMA,
         names.META_LINEAGE,
+        names.META_TOOLS,
+        names.META_RUN_TOOLS,
         *names.META_CARRIER_KEYS,
     }
 )
@@ -276,6 +303,23 @@ class ToolCall:
     name: str
     key: str
 
+    @classmethod
+    def of_key(cls, key: str) -> ToolCall:
+        """The call an idempotency key (`tool_call_key`) stands for."""
+        return cls(key.rpartition(":")[0] or key, key)
+
+
+@dataclass(frozen=True, slots=True)
+class ToolActivity:
+    """Tool calls requested and answered by what one step added (a checkpoint's messages, and
+    its subgraphs' when they ran in the step)."""
+
+    calls: tuple[ToolCall, ...] = ()
+    results: tuple[ToolCall, ...] = ()
+
+    def __add__(self, other: ToolActivity) -> ToolActivity:
+        return ToolActivity(self.calls + other.calls, self.results + other.results)
+
 
 @dataclass(frozen=True, slots=True)
 class CheckpointRecord:
@@ -294,6 +338,9 @@ class CheckpointRecord:
     """Calls answered by the tool messages this checkpoint added (the tool ran)."""
     resume_kind: str | None = None
     """Set on the first checkpoint a resumed run wrote: the kind of that resume."""
+    ns: str = ""
+    """The checkpoint namespace: "" for the root graph, ``node:<task id>|...`` for a subgraph
+    (compared only with checkpoints of the same namespace)."""
 
 
 def tool_call_key(name: str, args: Any) -> str:
@@ -391,24 +438,26 @@ def checkpoint_record(
     channel_hashes: Mapping[str, str] | None = None,
     state_hash: str | None = None,
     nodes: Sequence[str] | None = None,
+    tools: ToolActivity | None = None,
 ) -> CheckpointRecord:
     """A record of a checkpoint, from its stored form or from a put.
 
-    Hashes and nodes come from the arguments when given (a put knows them), else from the
-    wrapper's stored metadata (never re-hashed). Tool activity is read from the messages the
-    checkpoint added to `messages_channel` relative to `previous_messages` (by message id, or
-    by count when messages carry no ids).
+    Hashes, nodes and tool activity come from the arguments when given (a put knows them),
+    else from the wrapper's stored metadata (never re-hashed). Without either, tool activity is
+    read from the messages the checkpoint added to `messages_channel` relative to
+    `previous_messages` (by message id, or by count when messages carry no ids).
     """
     metadata = metadata or {}
     stored = read_stored_telemetry(metadata)
-    values = checkpoint.get("channel_values") or {}
-    messages = values.get(messages_channel)
-    requested: tuple[ToolCall, ...] = ()
-    answered: tuple[ToolCall, ...] = ()
-    if isinstance(messages, list):
-        requested, answered = message_tool_activity(
-            messages, _first_added(messages, previous_messages)
-        )
+    if tools is None and stored is not None:
+        tools = stored.tools
+    if tools is None:
+        messages = (checkpoint.get("channel_values") or {}).get(messages_channel)
+        tools = ToolActivity()
+        if isinstance(messages, list):
+            tools = ToolActivity(
+                *message_tool_activity(messages, _first_added(messages, previous_messages))
+            )
     configurable = config.get("configurable") or {}
     step = metadata.get("step")
     return CheckpointRecord(
@@ -425,9 +474,10 @@ def checkpoint_record(
         state_hash=state_hash
         if state_hash is not None
         else (stored.state_hash if stored else None),
-        tool_calls=requested,
-        tool_results=answered,
+        tool_calls=tools.calls,
+        tool_results=tools.results,
         resume_kind=stored.resume[0] if stored and stored.resume else None,
+        ns=str(configurable.get("checkpoint_ns") or ""),
     )
 
 
@@ -566,6 +616,7 @@ def span_records(spans: Iterable[SpanFact], thread_id: str | None = None) -> lis
                 nodes=tuple(str(n) for n in attrs.get(names.NODES, ()) or ()),
                 channel_hashes=hashes,
                 state_hash=attrs.get(names.STATE_HASH),
+                ns=str(attrs.get(names.CHECKPOINT_NS, "") or ""),
             )
         )
     return records

@@ -21,7 +21,7 @@ from langgraph.checkpoint.otel._langgraph.formats import (
     parent_namespace,
     send_targets,
 )
-from langgraph.checkpoint.otel.analysis.records import Scope, key_text
+from langgraph.checkpoint.otel.analysis.records import Scope, ToolActivity, key_text
 from langgraph.checkpoint.otel.bounded import BoundedDict
 
 Lineage = tuple[int, int]
@@ -71,6 +71,22 @@ class ScopeState:
         default_factory=lambda: BoundedDict(LINEAGE_CHECKPOINTS)
     )
     """checkpoint id -> its line, for the last checkpoints put or loaded."""
+    subgraph_tools: dict[str, dict[str, ToolActivity]] = field(default_factory=dict)
+    """(root scopes) checkpoint id -> namespace -> the tool activity of the run of that
+    subgraph that runs from it, so far; until the put of its child (which applies the step
+    that ran the subgraph) reads it."""
+    run_tools: ToolActivity | None = None
+    """(subgraph scopes) the tool activity of this run of the subgraph so far, from its first
+    checkpoint (a resumed run continues from the loaded checkpoint's); None: unknown."""
+
+    def note_subgraph_tools(
+        self, checkpoint_id: str, namespace: str, activity: ToolActivity
+    ) -> None:
+        """The run of subgraph `namespace` that runs from `checkpoint_id` has, so far, requested
+        and answered these tool calls."""
+        self.subgraph_tools.setdefault(checkpoint_id, {})[namespace] = activity
+        while len(self.subgraph_tools) > WRITER_CHECKPOINTS:  # never applied
+            del self.subgraph_tools[next(iter(self.subgraph_tools))]
 
     def note_writer(self, checkpoint_id: str, node: str) -> None:
         """Task of `node` wrote on `checkpoint_id` (applied by that checkpoint's child)."""
