@@ -12,10 +12,12 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Any
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import ChannelVersions, Checkpoint, CheckpointMetadata
+from opentelemetry import trace
 from opentelemetry.metrics import MeterProvider
 from opentelemetry.trace import TracerProvider
 from opentelemetry.util.types import AttributeValue
@@ -37,7 +39,7 @@ from langgraph.checkpoint.otel.core.put_report import PutReporter
 from langgraph.checkpoint.otel.core.resumes import ResumeReporter
 from langgraph.checkpoint.otel.core.runs import Runs
 from langgraph.checkpoint.otel.core.scope_state import ScopeStates, scope_of
-from langgraph.checkpoint.otel.core.telemetry import RunTrace, Telemetry
+from langgraph.checkpoint.otel.core.telemetry import Operation, RunTrace, Telemetry
 from langgraph.checkpoint.otel.core.watch import DivergenceWatch
 from langgraph.checkpoint.otel.options import InstrumentOptions
 
@@ -70,7 +72,7 @@ class CheckpointObserver:
             options, self.telemetry, self._states, self._runs, self._hasher, self._watch
         )
         self._resumes = ResumeReporter(
-            options, self.telemetry, self._states, self._hasher, self._watch
+            options, self.telemetry, self._states, self._runs, self._hasher, self._watch
         )
 
     def forget_threads(self, thread_ids: Iterable[Any]) -> None:
@@ -200,6 +202,8 @@ class CheckpointObserver:
             with self.telemetry.operation(
                 names.SPAN_GET, "get", config_attributes(config), run=in_run
             ) as op:
+                if in_run is None:
+                    _note_state_read(config, op)
                 yield LoadCall(
                     op,
                     _run_start(run),
@@ -237,6 +241,8 @@ class CheckpointObserver:
         with self.telemetry.operation(
             names.SPAN_LIST, "list", attributes, activate=False, run=run_trace
         ) as op:
+            if run_trace is None and config is not None:
+                _note_state_read(config, op)
             try:
                 yield call
             finally:
@@ -262,7 +268,9 @@ class CheckpointObserver:
         if not self.active():
             yield
         else:
-            run = self._runs.trace_of(scope_of(within)) if within is not None else None
+            run = None
+            if within is not None:
+                run = self._runs.trace_of(scope_of(within)) or _state_read_of(within)
             with (
                 self.telemetry.operation(span_name, operation, attributes, run=run) as op,
                 op.inner(),
@@ -292,6 +300,26 @@ class CheckpointObserver:
                         }
                     )
         self.telemetry.guard("forget threads", self.forget_threads, thread_ids)
+
+
+_STATE_READ: ContextVar[tuple[str, RunTrace] | None] = ContextVar(
+    "langgraph_otel_state_read", default=None
+)
+"""The thread and span of the last load or listing made outside a run in this context: what
+LangGraph reads next to rebuild that state (a delta channel's history, for `get_state` and for
+each snapshot of `get_state_history`) is in its trace."""
+
+
+def _note_state_read(config: RunnableConfig, op: Operation) -> None:
+    if op.span is not None:
+        thread = scope_of(config)[0]
+        _STATE_READ.set((thread, RunTrace(trace.set_span_in_context(op.span))))
+
+
+def _state_read_of(config: RunnableConfig) -> RunTrace | None:
+    """The trace of the state read in progress on `config`'s thread, if any."""
+    read = _STATE_READ.get()
+    return read[1] if read is not None and read[0] == scope_of(config)[0] else None
 
 
 def _run_start(run: LoopRun | None) -> RunStart | None:
