@@ -26,6 +26,8 @@ COLUMN: Final[int] = 44
 LANE: Final[int] = 56
 RADIUS: Final[int] = 8
 SUB_RADIUS: Final[int] = 6
+SUB_COLUMN: Final[int] = 28
+"""Column width of a subgraph's checkpoint."""
 _CHAR_WIDTH: Final[float] = 6.2
 """Average width of an 11 px system-ui character, in SVG units (labels are cut to fit)."""
 _TOP: Final[int] = 40
@@ -217,7 +219,9 @@ def _pack(spans: list[tuple[int, int, str]]) -> dict[str, int]:
 
 
 def layout_timeline(report: Report) -> TimelineLayout:
-    """x = order on the timeline; y = the row: each branch of the root graph (the root
+    """x = order along the checkpoint's branch (a branch starts one column after its fork
+    point, so the same step of two branches is near the same x; a subgraph's checkpoints take
+    narrower columns); y = the row: each branch of the root graph (the root
     namespace's `CheckpointRow.branch`), then under it rows of the subgraph runs its
     checkpoints started, one box per namespace (boxes that do not overlap share a row, nested
     subgraphs go a row deeper). Edges join each checkpoint to its parent; dashed links join a
@@ -251,12 +255,13 @@ def layout_timeline(report: Report) -> TimelineLayout:
                     if assigned == sub_row:
                         row_y[namespace] = y
                 y += LANE
+    xs = _columns(rows)
     nodes: list[Node] = []
     where: dict[str, Node] = {}
     for i, row in enumerate(rows):
         node = Node(
             row=row,
-            x=_LEFT + i * COLUMN,
+            x=xs[i],
             y=row_y[row.namespace] if row.namespace else branch_y[row.branch],
             diverged=bool(row.divergences) or row.checkpoint_id in diverged,
             resume_labels=tuple(resumes.get(row.checkpoint_id, ())),
@@ -278,7 +283,7 @@ def layout_timeline(report: Report) -> TimelineLayout:
         for namespace, members in by_ns.items()
         if namespace
     ]
-    width = _LEFT + max(len(rows) - 1, 0) * COLUMN + 110
+    width = max(xs, default=_LEFT) + 110
     return TimelineLayout(
         width=width,
         height=y - LANE + 44,
@@ -288,6 +293,22 @@ def layout_timeline(report: Report) -> TimelineLayout:
         branches=len(branches),
         subgraphs=runs,
     )
+
+
+def _columns(rows: list[CheckpointRow]) -> list[int]:
+    """x of each row: along its branch, in timeline order, from one column after the fork
+    point the branch leaves (branch 0 from the left edge)."""
+    x_of: dict[str, int] = {}
+    xs = [0] * len(rows)
+    cursors: dict[int, int] = {}
+    for i, row in enumerate(rows):
+        if row.branch not in cursors:
+            origin = x_of.get(row.parent_id or "")
+            cursors[row.branch] = _LEFT if origin is None else origin + COLUMN
+        xs[i] = cursors[row.branch]
+        x_of.setdefault(row.checkpoint_id, xs[i])
+        cursors[row.branch] += SUB_COLUMN if row.namespace else COLUMN
+    return xs
 
 
 def _bend(x1: float, y1: float, x2: float, y2: float) -> str:
@@ -306,12 +327,12 @@ def _subgraph_run(
 ) -> SubgraphRun:
     first, last = members[0], members[-1]
     title = subgraph_title(namespace, report.timeline.graph_name)
-    width = last.x - first.x + COLUMN - 4
+    node = subgraph_node(namespace)
+    width = last.x - first.x + SUB_COLUMN - 4
     links = []
     origin = where.get(first.row.graph_parent_id or "")
     if origin is not None:
         links.append(_bend(origin.x, origin.y, first.x, first.y))
-        node = subgraph_node(namespace)
         applied = [
             n
             for n in where.values()
@@ -327,10 +348,10 @@ def _subgraph_run(
             )
     return SubgraphRun(
         namespace=namespace,
-        node=subgraph_node(namespace),
+        node=node,
         title=title,
-        label=_fit(title, width - 8),
-        x=first.x - COLUMN / 2 + 2,
+        label=_fit(title if len(title) * _CHAR_WIDTH <= width - 8 else node, width - 8),
+        x=first.x - SUB_COLUMN / 2 + 2,
         y=first.y - 26,
         width=width,
         height=50,

@@ -345,8 +345,9 @@ def _graph_parents(data: ThreadData) -> dict[str, str]:
     """Per subgraph checkpoint, the enclosing graph's checkpoint it ran from.
 
     From the saver: LangGraph's `parents` metadata (`{namespace: checkpoint id}`). From spans
-    alone: the enclosing namespace's latest put that started before the subgraph's first put
-    (its superstep ran from that checkpoint).
+    alone: the enclosing namespace's latest checkpoint created before the subgraph's first one
+    (checkpoint ids are time-ordered and made when the loop creates the checkpoint, so this
+    holds when the put itself runs later, as with durability `async`).
     """
     found: dict[str, str] = {}
     for tup in data.tuples:
@@ -356,20 +357,19 @@ def _graph_parents(data: ThreadData) -> dict[str, str]:
             parent = parents.get(parent_namespace(ns))
             if parent is not None:
                 found[str(tup.checkpoint["id"])] = str(parent)
-    starts: dict[str, list[tuple[int, str]]] = defaultdict(list)  # ns -> (start, checkpoint)
+    by_ns: dict[str, list[str]] = defaultdict(list)
     for span in data.puts:
-        cid = str(span.attributes.get(names.CHECKPOINT_ID, ""))
-        starts[str(span.attributes.get(names.CHECKPOINT_NS, ""))].append(
-            (span.start_time_unix_nano, cid)
+        by_ns[str(span.attributes.get(names.CHECKPOINT_NS, ""))].append(
+            str(span.attributes.get(names.CHECKPOINT_ID, ""))
         )
-    for ns, puts in starts.items():
+    for ns, ids in by_ns.items():
         if not ns:
             continue
-        first = min(puts)[0]
-        before = [p for p in starts.get(parent_namespace(ns), []) if p[0] <= first]
+        first = min(ids)
+        before = [cid for cid in by_ns.get(parent_namespace(ns), []) if cid < first]
         if before:
-            for _, cid in puts:
-                found.setdefault(cid, max(before)[1])
+            for cid in ids:
+                found.setdefault(cid, max(before))
     return found
 
 
