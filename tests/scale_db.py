@@ -132,4 +132,7 @@ def make_postgres_db(url: str, threads: int, prefix: str = "t-") -> None:
                 f"JOIN {table} AS source ON source.thread_id = template.thread_id",
                 (prefix, threads),
             )
-        conn.execute("VACUUM ANALYZE")
+    # on a connection of its own (the saver's may pin old row versions): statistics, and the
+    # visibility map that lets the planner read the primary key alone, as autovacuum would
+    with Connection.connect(url, autocommit=True) as conn:
+        conn.execute("VACUUM (ANALYZE)")

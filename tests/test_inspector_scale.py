@@ -251,15 +251,15 @@ def test_offset_gives_the_next_page(
     assert page == NEWEST_FIRST[3:6]
 
 
-def test_more_and_total_say_whether_the_page_was_cut(
+def test_more_says_whether_the_page_was_cut(
     capsys: pytest.CaptureFixture[str], sqlite_written: Written
 ) -> None:
     _, cut = run(capsys, "threads", sqlite_written.url, "-n", "6")
     _, whole = run(capsys, "threads", sqlite_written.url, "-n", "7")
     _, everything = run(capsys, "threads", sqlite_written.url, "-n", "0")
-    assert (cut["more"], cut["total"]) == (True, 7)
-    assert (whole["more"], whole["total"]) == (False, 7)
+    assert cut["more"] is True and whole["more"] is False
     assert (len(everything["threads"]), everything["more"]) == (7, False)
+    assert cut["total"] is None  # not counted by the SQL ranking (it would cost as much again)
 
 
 def test_thread_prefix_selects_exactly_the_threads_starting_with_it(
@@ -427,7 +427,6 @@ def test_the_first_page_takes_memory_of_the_page_not_of_the_database(
             with open_sources([str(generated[threads])]) as sources:
                 view = views.threads(sources, query=ThreadQuery(limit=50))
             assert len(view.threads) == 50 and view.more
-            assert view.total == len(scale_db.TEMPLATES) + threads
 
         return work
 

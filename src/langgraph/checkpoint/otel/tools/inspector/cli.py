@@ -185,6 +185,12 @@ def threads_command(
     with _open(sources_given, source) as sources:
         view = views.threads(sources, _progress, _policy(repeatable), query)
         _emit(view, as_json, render.threads)
+    if view.more and not as_json:
+        _console().print(
+            f"more threads match: --offset {offset + len(view.threads)} shows the next page",
+            style="dim",
+            markup=False,
+        )
 
 
 @app.command("timeline")

@@ -225,8 +225,7 @@ def thread_sql(query: ThreadQuery, *, postgres: bool) -> tuple[str, list[Any]]:
         having = f" HAVING MAX(checkpoint_id) >= {mark}"
         params.append(query.id_floor)
     sql = (
-        "SELECT thread_id, MAX(checkpoint_id) AS latest, COUNT(*) OVER () AS matching "
-        "FROM checkpoints"
+        "SELECT thread_id, MAX(checkpoint_id) AS latest FROM checkpoints"
         + (" WHERE " + " AND ".join(where) if where else "")
         + " GROUP BY thread_id"
         + having
@@ -238,19 +237,19 @@ def thread_sql(query: ThreadQuery, *, postgres: bool) -> tuple[str, list[Any]]:
 def _sql_latest(
     saver: Any, query: ThreadQuery, skip: int, want: int | None, *, postgres: bool
 ) -> tuple[list[Latest], int | None]:
+    """Not counted: a count over the groups costs as much again as the ranking (SQLite)."""
     sql, params = thread_sql(query, postgres=postgres)
     params += [-1 if want is None and not postgres else want, skip]  # SQLite: -1 is no limit
     if postgres:
         with saver._cursor() as cur:
             cur.execute(sql, params)
-            rows = [(r["latest"], r["thread_id"], r["matching"]) for r in cur.fetchall()]
+            ranked = [(str(r["latest"]), str(r["thread_id"])) for r in cur.fetchall()]
     else:
         with saver.cursor(transaction=False) as cur:
-            rows = list(cur.execute(sql, params))
-            rows = [(latest, thread_id, n) for thread_id, latest, n in rows]
-    ranked = [(str(latest), str(thread_id)) for latest, thread_id, _ in rows]
-    total = int(rows[0][2]) if rows else (0 if skip == 0 else None)
-    return ranked, total
+            ranked = [
+                (str(latest), str(thread_id)) for thread_id, latest in cur.execute(sql, params)
+            ]
+    return ranked, None
 
 
 def _after_prefix(prefix: str) -> str | None:
