@@ -11,11 +11,13 @@ With ``LANGGRAPH_OTEL_WRITE_DOCS_IMAGES=1`` the screenshot is copied to
 
 from __future__ import annotations
 
+import operator
 import os
 import re
 import shutil
 from collections import defaultdict
 from pathlib import Path
+from typing import Annotated, TypedDict
 
 import pytest
 from langgraph.checkpoint.sqlite import SqliteSaver
@@ -37,6 +39,10 @@ __all__ = ["browser"]  # the fixture, shared with test_report_browser
 REPO = Path(__file__).resolve().parents[1]
 DOCS_IMAGE = REPO / "docs" / "images" / "report-subgraphs.png"
 AGENTS = {"supervisor", *multi_agent_thread.AGENTS}
+
+
+class LogState(TypedDict, total=False):
+    log: Annotated[list[str], operator.add]
 
 
 @pytest.fixture(scope="module")
@@ -220,3 +226,35 @@ def test_the_report_draws_each_subgraph_run_as_a_labelled_lane_not_a_branch(
     if os.environ.get("LANGGRAPH_OTEL_WRITE_DOCS_IMAGES") == "1":
         DOCS_IMAGE.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(screenshot, DOCS_IMAGE)
+
+
+def test_a_nested_subgraph_is_drawn_a_row_below_the_subgraph_that_ran_it(tmp_path: Path) -> None:
+    import sqlite3
+
+    from langgraph.graph import START, StateGraph
+
+    from langgraph.checkpoint.otel import instrument
+    from langgraph.checkpoint.otel.tools.inspector.report import layout_timeline
+
+    def graph(name: str, node: object) -> StateGraph[LogState]:
+        builder = StateGraph(LogState)
+        builder.add_node(name, node)  # type: ignore[call-overload]
+        builder.add_edge(START, name)
+        return builder
+
+    leaf = graph("leaf", lambda state: {"log": ["leaf"]}).compile()
+    inner = graph("inner", leaf).compile()
+    conn = sqlite3.connect(tmp_path / "nested.sqlite", check_same_thread=False)
+    outer = graph("middle", inner).compile(checkpointer=instrument(SqliteSaver(conn)))
+    outer.invoke({"log": []}, {"configurable": {"thread_id": "nested"}})
+    conn.close()
+    with open_sources([f"sqlite:///{tmp_path / 'nested.sqlite'}"]) as sources:
+        report = build_report(sources, "nested")
+    layout = layout_timeline(report)
+    [outer_run, inner_run] = sorted(layout.subgraphs, key=lambda r: r.namespace)
+    assert (outer_run.node, inner_run.node) == ("middle", "inner")
+    assert inner_run.namespace.startswith(outer_run.namespace + "|")
+    assert inner_run.title == "inner (subgraph of middle)"
+    assert inner_run.y > outer_run.y  # a row deeper
+    assert [lane.label for lane in layout.lanes] == ["main", "subgraphs", "nested"]
+    assert layout.branches == 1
