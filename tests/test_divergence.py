@@ -38,11 +38,14 @@ def rec(
     calls: tuple[ToolCall, ...] = (),
     results: tuple[ToolCall, ...] = (),
     source: str = "loop",
+    parent: str | None = None,
+    ns: str = "",
 ) -> CheckpointRecord:
     hashes = hashes or {"x": "h1"}
     return CheckpointRecord(
+        ns=ns,
         checkpoint_id=cid,
-        parent_id=None,
+        parent_id=parent,
         step=int(cid[-1]),
         source=source,
         nodes=nodes,
@@ -146,6 +149,51 @@ def test_repeatable_tools_are_never_duplicates() -> None:
             [], [rec("b1", results=(lookup,))], completed_before={lookup.key}, policy=safe
         )
         == []
+    )
+
+
+def test_subgraph_checkpoints_are_compared_only_within_their_namespace() -> None:
+    """A clean supervisor thread: the root and two sub-agent runs each start a line of their
+    own (no parent); none is a fork of another."""
+    records = [
+        rec("r0", ("__start__",)),
+        rec("r1", ("supervisor",), parent="r0"),
+        rec("a0", ("__start__",), ns="alice:1"),
+        rec("a1", ("agent",), {"x": "other"}, parent="a0", ns="alice:1"),
+        rec("b0", ("__start__",), ns="bob:2"),
+        rec("b1", ("tools",), calls=(CALENDAR,), parent="b0", ns="bob:2"),
+    ]
+    assert divergences(records) == []
+
+
+def test_a_fork_inside_one_subgraph_namespace_is_still_compared() -> None:
+    records = [
+        rec("a0", ns="alice:1"),
+        rec("a1", ("agent",), parent="a0", ns="alice:1"),
+        rec("a2", ("tools",), parent="a0", ns="alice:1"),
+    ]
+    (finding,) = divergences(records)
+    assert (finding.kind, finding.expected, finding.actual) == ("trajectory", "agent", "tools")
+
+
+def test_a_side_effect_a_subgraph_did_in_a_step_counts_in_that_step_on_a_fork() -> None:
+    """The root checkpoints applying the step that ran a sub-agent carry its tool results (as
+    the wrapper stores them), so the fork's run of the sub-agent, under another namespace, is
+    a duplicate of the reference branch's."""
+    refund = ToolCall("issue_refund", "issue_refund:ddd")
+    records = [
+        rec("r0", ("supervisor",)),
+        rec("r1", ("refunds",), results=(refund,), parent="r0"),
+        rec("r2", ("refunds",), results=(refund,), parent="r0"),  # the fork's
+        rec("s1", ("tools",), results=(refund,), ns="refunds:1"),
+        rec("s2", ("tools",), results=(refund,), ns="refunds:2"),
+    ]
+    (finding,) = divergences(records)
+    assert (finding.kind, finding.checkpoint_id, finding.node, finding.actual) == (
+        "duplicate_tool_call",
+        "r2",
+        "refunds",
+        "issue_refund",
     )
 
 

@@ -14,6 +14,9 @@ from helpers import OTel
 from langgraph.checkpoint.otel import instrument, names
 from langgraph.checkpoint.otel.analysis import diff
 from langgraph.checkpoint.otel.analysis.records import (
+    StoredTelemetry,
+    ToolActivity,
+    ToolCall,
     history_records,
     read_stored_telemetry,
     without_stored_telemetry,
@@ -186,3 +189,24 @@ def test_an_earlier_format_is_hidden_and_its_hashes_are_not_compared() -> None:
     assert without_stored_telemetry({"step": 1, names.METADATA_KEY: old}) == {"step": 1}
     unknown = {**old, "v": 99}
     assert read_stored_telemetry({names.METADATA_KEY: unknown}) is None
+
+
+def test_tool_keys_are_stored_and_read_back_and_malformed_ones_are_dropped() -> None:
+    book, lookup = ToolCall("book", "book:" + "a" * 32), ToolCall("look:up", "look:up:" + "b" * 32)
+    stored = StoredTelemetry(
+        "s",
+        {"messages": ("h", 1)},
+        tools=ToolActivity((book,), (lookup,)),
+        run_tools=ToolActivity((book, book), ()),
+    )
+    metadata = {names.METADATA_KEY: stored.to_metadata()}
+    read = read_stored_telemetry(metadata)
+    assert read is not None
+    assert read.tools == ToolActivity((book,), (lookup,))  # a name may hold ':'
+    assert read.run_tools == ToolActivity((book, book), ())
+    assert without_stored_telemetry(metadata) == {}  # still the wrapper's own: hidden
+    assert names.META_TOOLS not in StoredTelemetry("s", tools=ToolActivity()).to_metadata()
+    for malformed in ({"calls": "book:x"}, {"calls": [1]}, ["book:x"], {"results": None}):
+        value = {"v": names.META_FORMAT_VERSION, names.META_TOOLS: malformed}
+        read = read_stored_telemetry({names.METADATA_KEY: value})
+        assert read is not None and read.tools is None

@@ -39,6 +39,10 @@ RunOutcome = Literal["finished", "interrupted", "error"]
 RECENT_STEPS = 4
 """Steps whose tasks stay named: a task's pending writes can be saved (durability `async`)
 after the loop has moved on by a step or two."""
+HELD_SAVES = 1024
+"""Saves whose delta values are held until their put reads them: a put takes its entry, so only
+puts that lag (a slow saver under durability `async` can fall many steps behind the loop) or
+never happen (the inner put failed) keep entries, for as long as the run lasts."""
 _INTERRUPTED_STATUSES = frozenset({"interrupt_before", "interrupt_after"})
 
 
@@ -136,7 +140,7 @@ class LoopRun:
         values = _values_of(channels, versions)
         with self._lock:
             self._logical[str(checkpoint["id"])] = values
-            while len(self._logical) > RECENT_STEPS:
+            while len(self._logical) > HELD_SAVES:
                 del self._logical[next(iter(self._logical))]
 
     def watch_steps(self, on_fault: Callable[[str, Exception], None]) -> None:

@@ -320,6 +320,16 @@ class ToolActivity:
     def __add__(self, other: ToolActivity) -> ToolActivity:
         return ToolActivity(self.calls + other.calls, self.results + other.results)
 
+    def merge(self, other: ToolActivity) -> ToolActivity:
+        """This step's activity with a subgraph's that ran in it, each call once (a parent
+        that takes over its subgraph's messages holds the same calls)."""
+        calls = {call.key for call in self.calls}
+        results = {call.key for call in self.results}
+        return ToolActivity(
+            self.calls + tuple(c for c in other.calls if c.key not in calls),
+            self.results + tuple(c for c in other.results if c.key not in results),
+        )
+
 
 @dataclass(frozen=True, slots=True)
 class CheckpointRecord:

@@ -236,7 +236,7 @@ class PutReporter:
                 return own, so_far
             subgraphs = state.subgraph_tools.pop(str(parent_id), {})
         for activity in subgraphs.values():
-            own = None if own is None else own + activity
+            own = None if own is None else own.merge(activity)
         return own, None
 
     def _nodes_applied(
