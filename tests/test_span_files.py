@@ -12,14 +12,15 @@ import re
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from opentelemetry.sdk.trace import TracerProvider
 
+from langgraph.checkpoint.otel.tools.inspector.cli import main
 from langgraph.checkpoint.otel.tools.otlp_json import read_spans, span_file_name, write_span_files
 
 REPO = Path(__file__).resolve().parents[1]
-CLI = Path(sys.executable).with_name("langgraph-otel")
 
 PRELUDE = """
 import operator, sqlite3
@@ -64,13 +65,11 @@ def run_snippet(code: str, cwd: Path) -> None:
     assert done.returncode == 0, done.stderr[-3000:]
 
 
-def inspect(cwd: Path, *args: str) -> dict[str, object]:
-    done = subprocess.run(
-        [str(CLI), *args, "--json"], cwd=cwd, capture_output=True, text=True, timeout=60
-    )
-    assert done.returncode == 0, done.stderr
-    result: dict[str, object] = json.loads(done.stdout)
-    return result
+def inspect(capsys: pytest.CaptureFixture[str], *args: str) -> Any:
+    """`langgraph-otel ARGS --json`, in this process."""
+    capsys.readouterr()
+    assert main([*args, "--json"]) == 0
+    return json.loads(capsys.readouterr().out)
 
 
 def test_the_readme_has_a_sync_and_an_async_span_file_snippet() -> None:
@@ -80,18 +79,18 @@ def test_the_readme_has_a_sync_and_an_async_span_file_snippet() -> None:
 
 @pytest.mark.parametrize(("index", "thread"), [(0, "t1"), (1, "t2")], ids=["sync", "async"])
 def test_a_readme_snippet_writes_span_files_the_inspector_reads_alone(
-    tmp_path: Path, index: int, thread: str
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], index: int, thread: str
 ) -> None:
     run_snippet(README[index], tmp_path)
     [written] = list((tmp_path / "spans").glob("spans-*.jsonl"))  # flushed at exit
     assert written.name.endswith(".jsonl") and read_spans(written)
-    line = inspect(tmp_path, "timeline", thread, "-s", "spans/")
-    checkpoints = line["checkpoints"]
-    assert isinstance(checkpoints, list)
-    assert [c["nodes"] for c in checkpoints][-2:] == [["plan"], ["act"]]
+    line = inspect(capsys, "timeline", thread, "-s", str(tmp_path / "spans"))
+    assert [c["nodes"] for c in line["checkpoints"]][-2:] == [["plan"], ["act"]]
 
 
-def test_the_docs_snippet_writes_through_its_own_provider(tmp_path: Path) -> None:
+def test_the_docs_snippet_writes_through_its_own_provider(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     [code] = DOCS
     run_snippet(
         code
@@ -99,8 +98,8 @@ def test_the_docs_snippet_writes_through_its_own_provider(tmp_path: Path) -> Non
         + "graph.invoke(inputs, {'configurable': {'thread_id': 'doc'}})\n",
         tmp_path,
     )
-    threads = inspect(tmp_path, "threads", "-s", "spans/")
-    assert [t["thread_id"] for t in threads["threads"]] == ["doc"]  # type: ignore[index]
+    threads = inspect(capsys, "threads", "-s", str(tmp_path / "spans"))
+    assert [t["thread_id"] for t in threads["threads"]] == ["doc"]
 
 
 def test_write_span_files_without_batching_has_each_span_on_disk_when_it_ends(
