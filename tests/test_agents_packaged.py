@@ -16,7 +16,12 @@ langgraph-swarm 0.1.0, langgraph 1.2.24):
   checkpointer, so its checkpoints are in the same thread under the namespace of the tool
   task that ran it: ``tools:<task id>``. Its ``messages`` is a plain channel (the value is in
   ``channel_values``), and its tool messages (`issue_refund`) live only there; the main agent
-  gets one ``ToolMessage`` (``task``) carrying the sub-agent's last answer.
+  gets one ``ToolMessage`` (``task``) carrying the sub-agent's last answer. deepagents' ``files``
+  is a `DeltaChannel` in both graphs (``counters_since_delta_snapshot`` in the metadata).
+  Under durability ``exit``, the first run on a thread (and each sub-agent run) of a graph
+  with a `DeltaChannel` stores an empty stub checkpoint first (metadata ``{"step": -2}``, no
+  source, no parent: the anchor of the delta writes) and then the run's one checkpoint as its
+  child; the stream does not emit the stub.
 - langgraph-supervisor: the root graph has nodes ``supervisor``, ``researcher``, ``refunds``;
   each is a `create_react_agent` subgraph checkpointed under ``<node>:<task id>``, the
   supervisor included (its handoff tools end its subgraph with a ``Command(graph=PARENT)``, so
@@ -40,22 +45,24 @@ Delegation and handoff tools (`task`, ``transfer_to_*``) and `lookup` are declar
 (`packaged_agents.REPEATABLE`); the side effects are `issue_refund` and `notify`.
 
 Matrix (kept under about three minutes on two cores): the per-run checks on every shape x
-{SqliteSaver sync durability via invoke, SqliteSaver async via stream, AsyncSqliteSaver via
-ainvoke, AsyncSqliteSaver sync via astream, PostgresSaver via invoke, AsyncPostgresSaver via
-ainvoke}; the clean-thread checks on every shape x the four savers; forks on SQLite sync and
-async; departures, delta channels and trace counts on SQLite; SIGKILL crashes in subprocesses
-on a SQLite file.
+{SqliteSaver: durability sync via invoke, async via stream, exit via stream;
+AsyncSqliteSaver: async via ainvoke, sync via astream; PostgresSaver: async via invoke;
+AsyncPostgresSaver: async via ainvoke}; the app's own span as root on SqliteSaver and
+AsyncSqliteSaver; the clean-thread checks on every shape x the four savers; forks from every
+checkpoint on SqliteSaver (sync) and AsyncSqliteSaver (async); departures on SqliteSaver;
+delta channels and trace counts of the deep agent on SqliteSaver and AsyncSqliteSaver; a
+SIGKILL in a subprocess on a SQLite file for every shape.
 """
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
+import itertools
 import json
-import os
 import signal
 import subprocess
 import sys
-import time
 from collections import Counter
 from collections.abc import AsyncIterator, Callable, Iterable, Sequence
 from dataclasses import dataclass
@@ -93,6 +100,7 @@ from test_agents import (
     named,
     play,
     play_step,
+    view,
 )
 
 POLICY = DivergencePolicy(repeatable_tools=pa.REPEATABLE)
@@ -155,7 +163,9 @@ def offline(stored: Sequence[Any], policy: DivergencePolicy = POLICY) -> list[tu
 
 
 def _ns_summary(stored: Sequence[Any]) -> dict[str, int]:
-    return dict(Counter(str(t.config["configurable"]["checkpoint_ns"]).split(":")[0] for t in stored))
+    return dict(
+        Counter(str(t.config["configurable"]["checkpoint_ns"]).split(":")[0] for t in stored)
+    )
 
 
 def check_online_is_offline(spans: Sequence[View], stored: Sequence[Any], what: str) -> None:
@@ -188,6 +198,7 @@ RUN_MATRIX = [
     # checkpoint events (`test_agents.Driver`), the others invoke / ainvoke
     ("sqlite", "sync", False),
     ("sqlite", "async", True),
+    ("sqlite", "exit", True),
     ("async_sqlite", "async", False),
     ("async_sqlite", "sync", True),
     ("postgres", "async", False),
@@ -195,8 +206,123 @@ RUN_MATRIX = [
 ]
 
 
+async def with_exit_stubs(driver: Driver, runs: Sequence[Run]) -> list[Run]:
+    """`runs` with the checkpoint events LangGraph's stream leaves out: under durability
+    ``exit`` a graph with a `DeltaChannel` (deepagents' messages), on a thread with no stored
+    checkpoint yet, first stores an empty stub (metadata ``{"step": -2}``, no source: the
+    anchor of the run's delta writes, `_put_exit_delta_writes` in langgraph/pregel/_loop.py)
+    and then the run's one checkpoint as its child. The stub applies no task's writes: its
+    event goes first in the run that stored it, so the run's tasks count for its last."""
+    bare = uninstrument(driver.saver)
+    listed = await driver.listing(bare, agents.thread(runs[0].thread_id))
+    stubs = {
+        str(t.checkpoint["id"])
+        for t in listed
+        if "source" not in t.metadata and t.metadata.get("step") == -2
+    }
+    out = []
+    for run in runs:
+        extra = [
+            {
+                "type": "checkpoint",
+                "ns": p.ns,
+                "id": checkpoint_id,
+                "next": [],
+                "source": None,
+                "step": -2,
+            }
+            for p in named(run.spans, names.SPAN_PUT)
+            if (checkpoint_id := str(p.attributes.get(names.CHECKPOINT_ID))) in stubs
+        ]
+        out.append(dataclasses.replace(run, events=[*extra, *run.events]))
+    return out
+
+
 def build(shape: str, saver: Saver | None, effects: pa.Effects | None = None, **kw: Any) -> Any:
     return pa.BUILDERS[shape](saver, effects=effects or pa.Effects(), **kw)
+
+
+# --------------------------------------------------------------------------------------------
+# 0. the checkpoint layout the module docstring describes (LangGraph alone, no library)
+# --------------------------------------------------------------------------------------------
+
+SUB_AGENT_PLACES = {
+    "deep": {"tools"},
+    "supervisor": {"supervisor", "researcher", "refunds"},
+    "swarm": {"alice", "bob"},
+}
+"""The root nodes under whose task namespaces (``<node>:<task id>``) each shape checkpoints
+its sub-agents."""
+REFUND_PLACE = {"deep": "tools", "supervisor": "refunds", "swarm": "bob"}
+"""Where `issue_refund` runs."""
+
+
+def _tool_names(values: dict[str, Any]) -> set[str]:
+    return {str(m.name) for m in values.get("messages", []) if isinstance(m, ToolMessage)}
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+def test_the_checkpoint_layout_of_the_packaged_agents(shape: str) -> None:
+    """What the module docstring says about namespaces, ``messages`` channels, where the
+    sub-agents' tool messages live, ``metadata["parents"]``, and forks (sub-agents re-run
+    under new namespaces; a sub-agent's checkpoint config forks nothing)."""
+    from langgraph.channels.delta import DeltaChannel
+    from langgraph.checkpoint.memory import InMemorySaver
+
+    saver, effects = InMemorySaver(), pa.Effects()
+    graph = build(shape, saver, effects)
+    graph.invoke(agents.question(pa.QUESTION), agents.thread("t"))
+    tuples = list(saver.list(agents.thread("t")))
+    root = {
+        str(t.checkpoint["id"]): t
+        for t in tuples
+        if t.config["configurable"]["checkpoint_ns"] == ""
+    }
+    subs = [t for t in tuples if t.config["configurable"]["checkpoint_ns"] != ""]
+    places = {_place(str(t.config["configurable"]["checkpoint_ns"])) for t in subs}
+    assert places == SUB_AGENT_PLACES[shape]
+    assert isinstance(graph.channels["messages"], DeltaChannel) == (shape == "deep")
+    with_messages = [t for t in root.values() if "messages" in t.checkpoint["channel_values"]]
+    if shape == "deep":
+        assert not with_messages, "a DeltaChannel stores no value in the root checkpoints"
+    else:
+        assert with_messages
+    assert all(
+        "messages" in t.checkpoint["channel_values"] for t in subs if t.metadata["step"] >= 0
+    )
+    # parents: the root checkpoint whose tasks ran the sub-agent
+    for t in subs:
+        (parent,) = t.metadata["parents"].values()
+        assert set(t.metadata["parents"]) == {""} and parent in root
+        ns = str(t.config["configurable"]["checkpoint_ns"])
+        task_id = ns.split(":", 1)[1]
+        snapshot = graph.get_state(agents.thread("t", checkpoint_id=parent))
+        assert [task.name for task in snapshot.tasks if task.id == task_id] == [_place(ns)]
+    # issue_refund's tool message: in its sub-agent's namespace; in the root only for the swarm
+    latest = graph.get_state(agents.thread("t")).values
+    refund_ns = [
+        t
+        for t in subs
+        if _place(str(t.config["configurable"]["checkpoint_ns"])) == REFUND_PLACE[shape]
+    ]
+    assert any("issue_refund" in _tool_names(t.checkpoint["channel_values"]) for t in refund_ns)
+    assert ("issue_refund" in _tool_names(latest)) == (shape == "swarm")
+    if shape == "deep":
+        assert "task" in _tool_names(latest)
+
+    # a sub-agent's checkpoint config given to the root graph runs nothing
+    count, done = len(tuples), list(effects.ledger)
+    (sub_start,) = [t for t in refund_ns if t.metadata["step"] == 0][:1]
+    graph.invoke(None, sub_start.config)
+    assert len(list(saver.list(agents.thread("t")))) == count and effects.ledger == done
+    # a fork of the root re-runs the sub-agents under new task ids: new namespaces
+    first_step = min(root.values(), key=lambda t: t.metadata["step"])
+    graph.invoke(None, first_step.config)
+    after = list(saver.list(agents.thread("t")))
+    old_ns = {t.config["configurable"]["checkpoint_ns"] for t in subs}
+    new_ns = {t.config["configurable"]["checkpoint_ns"] for t in after} - old_ns - {""}
+    assert {_place(str(ns)) for ns in new_ns} == SUB_AGENT_PLACES[shape]
+    assert Counter(effects.ledger) == Counter(done * 2)
 
 
 # --------------------------------------------------------------------------------------------
@@ -227,7 +353,7 @@ async def test_every_run_of_every_packaged_agent(
         driver = Driver(build(shape, saver, effects), saver, is_async, stream)
         runs = await play(driver, otel, "t-wrapped", SCENARIO, durability)
         spans = check_runs(runs, driver.graph.name)
-        await check_nodes(driver, runs)
+        await check_nodes(driver, await with_exit_stubs(driver, runs))
 
         bare_effects = pa.Effects(failing={"issue_refund"})
         bare = Driver(build(shape, inner, bare_effects), inner, is_async, stream)
@@ -240,6 +366,27 @@ async def test_every_run_of_every_packaged_agent(
         findings = online(spans)
         assert {f[2] for f in findings if f[0] == "duplicate_tool_call"} == repeated
         assert [f for f in findings if f[0] != "duplicate_tool_call"] == [], findings
+
+
+@pytest.mark.parametrize("saver_kind", ["sqlite", "async_sqlite"])
+@pytest.mark.parametrize("shape", SHAPES)
+async def test_an_app_span_is_the_root_of_every_packaged_agent_span(
+    shape: str, saver_kind: str, otel: OTel, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    """With the app's own span current around the run there is no langgraph.run span: every
+    library span, the sub-agents' (and those of worker threads) included, is under it."""
+    async with saver_of(saver_kind, tmp_path, request) as inner:
+        saver = instrumented(inner, otel, divergence=POLICY)
+        driver = Driver(
+            build(shape, saver, pa.Effects(failing={"issue_refund"})),
+            saver,
+            saver_kind in ASYNC_KINDS,
+        )
+        runs = await play(driver, otel, "t-app", SCENARIO, "async", app_span="agent-app")
+        for run in runs:
+            (app,) = [view(s) for s in run.raw if s.name == "agent-app"]
+            check_one_trace(run, driver.graph.name, app_span=app)
+        await check_nodes(driver, runs)
 
 
 # --------------------------------------------------------------------------------------------
@@ -291,7 +438,9 @@ async def test_a_clean_thread_has_no_finding(
 # --------------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(("saver_kind", "durability"), [("sqlite", "sync"), ("async_sqlite", "async")])
+@pytest.mark.parametrize(
+    ("saver_kind", "durability"), [("sqlite", "sync"), ("async_sqlite", "async")]
+)
 @pytest.mark.parametrize("shape", SHAPES)
 async def test_forks_from_every_checkpoint_find_only_the_side_effects_done_again(
     shape: str,
@@ -312,7 +461,9 @@ async def test_forks_from_every_checkpoint_find_only_the_side_effects_done_again
         driver = Driver(build(shape, saver, effects), saver, is_async)
         runs = await play(driver, otel, "t-fork", (Step(ask()),), durability)
         history = await driver.history(agents.thread("t-fork"))
-        points = [(s.metadata["step"], s.config["configurable"]["checkpoint_id"]) for s in history[1:]]
+        points = [
+            (s.metadata["step"], s.config["configurable"]["checkpoint_id"]) for s in history[1:]
+        ]
         assert len(points) >= 4, points
         wrong: list[str] = []
         done_again: set[str] = set()
@@ -321,7 +472,12 @@ async def test_forks_from_every_checkpoint_find_only_the_side_effects_done_again
             earlier = [s for r in runs for s in r.spans]
             fork = {"checkpoint_id": checkpoint_id}
             run = await play_step(
-                driver, otel, "t-fork", Step(None, "finished", "fork"), durability, configurable=fork
+                driver,
+                otel,
+                "t-fork",
+                Step(None, "finished", "fork"),
+                durability,
+                configurable=fork,
             )
             check_one_trace(run, driver.graph.name)
             check_resumes(run, earlier)
@@ -358,7 +514,10 @@ async def test_forks_from_every_checkpoint_find_only_the_side_effects_done_again
 
 def _content(message: BaseMessage) -> tuple[Any, ...]:
     """A message as behaviour, free of run-specific ids."""
-    calls = tuple((c["name"], json.dumps(c["args"], sort_keys=True)) for c in getattr(message, "tool_calls", None) or ())
+    calls = tuple(
+        (c["name"], json.dumps(c["args"], sort_keys=True))
+        for c in getattr(message, "tool_calls", None) or ()
+    )
     return (message.type, message.name, str(message.content), calls)
 
 
@@ -493,14 +652,19 @@ async def test_a_model_that_answers_otherwise_on_a_fork_is_found(
             snaps = list(driver.graph.get_state_history(agents.thread("t-div", checkpoint_ns=ns)))
             snapshots[ns] = sorted(snaps, key=lambda s: s.config["configurable"]["checkpoint_id"])
         by_id = history_checkpoint_nodes([s for snaps in snapshots.values() for s in snaps])
-        first_ids = {p.attributes.get(names.CHECKPOINT_ID) for p in named(first.spans, names.SPAN_PUT)}
-        fork_ids = {p.attributes.get(names.CHECKPOINT_ID) for p in named(forked.spans, names.SPAN_PUT)}
+        first_ids = {
+            p.attributes.get(names.CHECKPOINT_ID) for p in named(first.spans, names.SPAN_PUT)
+        }
+        fork_ids = {
+            p.attributes.get(names.CHECKPOINT_ID) for p in named(forked.spans, names.SPAN_PUT)
+        }
 
         def branch(ns: str, ids: set[Any]) -> list[Any]:
             return [
                 s
                 for s in snapshots[ns]
-                if s.config["configurable"]["checkpoint_id"] in ids and s.metadata.get("source") != "fork"
+                if s.config["configurable"]["checkpoint_id"] in ids
+                and s.metadata.get("source") != "fork"
             ]
 
         root_original = [
@@ -513,6 +677,7 @@ async def test_a_model_that_answers_otherwise_on_a_fork_is_found(
         if spec.place:
             old_ns = [ns for ns in namespaces if _place(ns) == spec.place and branch(ns, first_ids)]
             new_ns = [ns for ns in namespaces if _place(ns) == spec.place and branch(ns, fork_ids)]
+
             # the sub-agent run the fork re-did first: the first run's earliest one at that
             # place ran from a root checkpoint at or after the fork point (`parents`), and the
             # fork's earliest one
@@ -547,11 +712,15 @@ async def test_a_model_that_answers_otherwise_on_a_fork_is_found(
             f"found {findings or 'nothing'}"
         )
         again = {
-            name for name, arg in effects.ledger[len(before) :] if name in pa.SIDE_EFFECTS and (name, arg) in before
+            name
+            for name, arg in effects.ledger[len(before) :]
+            if name in pa.SIDE_EFFECTS and (name, arg) in before
         }
         duplicates = {f[2] for f in findings if f[0] == "duplicate_tool_call"}
         assert duplicates == again, f"duplicate_tool_call {duplicates}, ledger shows {again} again"
-        assert not [f for f in findings if f[0] not in ("trajectory", "state", "duplicate_tool_call")]
+        assert not [
+            f for f in findings if f[0] not in ("trajectory", "state", "duplicate_tool_call")
+        ]
 
 
 # --------------------------------------------------------------------------------------------
@@ -631,7 +800,11 @@ async def test_deep_agent_delta_messages_are_seen(
             hashes.setdefault(len(messages), set()).add(str(put.attributes.get(names.STATE_HASH)))
             if "messages" not in put.attributes.get(names.CHANNELS_CHANGED, ()):
                 continue
-            channel = [e for e in _events(put, names.EVENT_CHANNEL) if e.get(names.CHANNEL_NAME) == "messages"]
+            channel = [
+                e
+                for e in _events(put, names.EVENT_CHANNEL)
+                if e.get(names.CHANNEL_NAME) == "messages"
+            ]
             if len(channel) != 1:
                 problems.append(
                     f"step {step}: messages changed ({len(previous)} -> {len(messages)} "
@@ -640,7 +813,9 @@ async def test_deep_agent_delta_messages_are_seen(
                 continue
             (event,) = channel
             if event.get(names.CHANNEL_HASH) != hash_value(messages):
-                problems.append(f"step {step}: channel hash is not that of the {len(messages)} messages")
+                problems.append(
+                    f"step {step}: channel hash is not that of the {len(messages)} messages"
+                )
             sizes.append((len(messages), int(event.get(names.CHANNEL_SIZE_BYTES) or 0)))
             added = messages[len(previous) :]
             if previous and added and event.get(names.CHANNEL_SUMMARY) != _added_summary(added):
@@ -649,15 +824,19 @@ async def test_deep_agent_delta_messages_are_seen(
                     f"{_added_summary(added)!r}"
                 )
             want_calls = sorted(
-                (c["name"], c["id"]) for m in added if isinstance(m, AIMessage) for c in m.tool_calls
+                (c["name"], c["id"])
+                for m in added
+                if isinstance(m, AIMessage)
+                for c in m.tool_calls
             )
             got_calls = sorted(
-                (e.get(names.TOOL_NAME), e.get(names.TOOL_CALL_ID)) for e in _events(put, names.EVENT_TOOL_CALL)
+                (e.get(names.TOOL_NAME), e.get(names.TOOL_CALL_ID))
+                for e in _events(put, names.EVENT_TOOL_CALL)
             )
             if got_calls != want_calls:
                 problems.append(f"step {step}: tool_call events {got_calls}, expected {want_calls}")
         assert sizes, "no root put reported messages among its channels_changed"
-        shrinking = [(a, b) for a, b in zip(sizes, sizes[1:], strict=False) if b[0] > a[0] and b[1] <= a[1]]
+        shrinking = [(a, b) for a, b in itertools.pairwise(sizes) if b[0] > a[0] and b[1] <= a[1]]
         if not all(size > 0 for _, size in sizes) or shrinking:
             problems.append(
                 "the messages channel's size_bytes does not grow with the messages (the size of "
@@ -666,7 +845,9 @@ async def test_deep_agent_delta_messages_are_seen(
             )
         by_count = [next(iter(h)) for n, h in sorted(hashes.items()) if len(h) == 1]
         if len(set(by_count)) != len(by_count):
-            problems.append(f"puts holding different numbers of messages share a state hash: {hashes}")
+            problems.append(
+                f"puts holding different numbers of messages share a state hash: {hashes}"
+            )
         assert not problems, "\n".join(problems)
 
 
@@ -684,7 +865,9 @@ async def test_deep_agent_state_reads_are_one_trace_each(
         middle = history[len(history) // 2].config["configurable"]["checkpoint_id"]
         calls: dict[str, Callable[[], Any]] = {
             "get_state": lambda: driver.state(agents.thread("t-read")),
-            "get_state(checkpoint_id)": lambda: driver.state(agents.thread("t-read", checkpoint_id=middle)),
+            "get_state(checkpoint_id)": lambda: driver.state(
+                agents.thread("t-read", checkpoint_id=middle)
+            ),
             "get_state_history": lambda: driver.history(agents.thread("t-read")),
         }
         problems = []
@@ -708,18 +891,25 @@ CRASH_APP = Path(__file__).with_name("packaged_crash_app.py")
 CRASH_TIMEOUT_S = 90
 
 
-def _app(shape: str, db: Path, spans: Path, instance: str, action: str, effects: Path, *extra: str) -> list[str]:
+def _app(
+    shape: str, db: Path, spans: Path, instance: str, action: str, effects: Path, *extra: str
+) -> list[str]:
     command = [sys.executable, str(CRASH_APP), shape, str(db), str(spans), instance, action]
     return [*command, "t-crash", str(effects), *extra]
 
 
-@pytest.mark.parametrize("shape", ["deep", "supervisor"])
-def test_sigkill_inside_a_sub_agent_side_effect_resumes_as_crash(shape: str, tmp_path: Path) -> None:
+@pytest.mark.parametrize("shape", SHAPES)
+def test_sigkill_inside_a_sub_agent_side_effect_resumes_as_crash(
+    shape: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     """Process A is killed (SIGKILL) inside the sub-agent's `issue_refund`, right after its side
     effect; process B resumes the thread with ``invoke(None)``: its run is one trace, a
     `crash` resume linked to the put span that wrote the checkpoint it loaded, the refund is
     retried (the ledger holds it twice) and the retried call's ``langgraph.tool.start`` span
-    says ``langgraph.tool.retry=true`` with the key of A's."""
+    says ``langgraph.tool.retry=true`` with the key of A's. The findings of B's run online are
+    those offline over the database (all namespaces); ``langgraph-otel diverge`` over the
+    database and both span files finds the refund started twice (a ``duplicate_tool_call``
+    of `issue_refund`, from the two start records) and nothing else."""
     db, effects = tmp_path / "db.sqlite", tmp_path / "effects.txt"
     a = subprocess.run(
         _app(shape, db, tmp_path / "a.jsonl", "A", "run", effects, "--kill-after-effect"),
@@ -763,7 +953,41 @@ def test_sigkill_inside_a_sub_agent_side_effect_resumes_as_crash(shape: str, tmp
         refund_a[0].attributes[names.TOOL_IDEMPOTENCY_KEY]
         == refund_b[0].attributes[names.TOOL_IDEMPOTENCY_KEY]
     )
-    assert refund_b[0].attributes.get(names.TOOL_RETRY) is True, (
-        f"the retried issue_refund after the crash resume: tool.start spans (process, tool, "
-        f"retry) {summary}"
+    problems = []
+    if refund_b[0].attributes.get(names.TOOL_RETRY) is not True:
+        problems.append(
+            f"the retried issue_refund after the crash resume: tool.start spans (process, "
+            f"tool, retry) {summary}"
+        )
+
+    from langgraph.checkpoint.sqlite import SqliteSaver
+
+    with SqliteSaver.from_conn_string(str(db)) as bare:
+        stored = list(bare.list(agents.thread("t-crash")))
+    on, off = online(b_spans), offline(stored)
+    if on != off:
+        problems.append(f"B's findings online {on}, offline over the database {off}")
+    twice = sorted(repeated_side_effects([tuple(line.split()[1:]) for line in lines]))  # type: ignore[misc]
+    sources = [
+        "-s",
+        f"sqlite:///{db}",
+        "-s",
+        str(tmp_path / "a.jsonl"),
+        "-s",
+        str(tmp_path / "b.jsonl"),
+    ]
+    capsys.readouterr()
+    repeatable = [arg for name in sorted(pa.REPEATABLE) for arg in ("--repeatable", name)]
+    code = inspector(["diverge", "t-crash", *sources, *repeatable, "--json"])
+    out = capsys.readouterr().out
+    report = json.loads(out) if out.strip().startswith("{") else {"findings": out}
+    found = sorted(
+        (f["kind"], f["actual"]) for f in report.get("findings", []) if isinstance(f, dict)
     )
+    if code != 1 or found != [("duplicate_tool_call", name) for name in twice]:
+        problems.append(
+            f"langgraph-otel diverge over the database and both span files: exit {code}, "
+            f"findings (kind, actual) {found or report.get('findings')}; the ledger shows "
+            f"{twice} started twice"
+        )
+    assert not problems, "\n".join(problems)
