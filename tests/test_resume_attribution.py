@@ -133,6 +133,27 @@ def test_each_timeline_resume_mark_has_its_own_runs_kind(written: Written, which
     }
 
 
+@pytest.mark.parametrize("which", sorted(SOURCES))
+def test_each_resume_row_links_the_put_span_that_wrote_its_from_checkpoint(
+    written: Written, which: str
+) -> None:
+    from langgraph.checkpoint.otel import names
+    from langgraph.checkpoint.otel.tools.otlp_json import read_spans
+
+    puts = {
+        s.attributes[names.CHECKPOINT_ID]: (s.trace_id, s.span_id)
+        for f in sorted(written.spans.glob("spans-*.jsonl"))
+        for s in read_spans(f)
+        if s.name == names.SPAN_PUT
+    }
+    with open_sources(SOURCES[which](written)) as sources:
+        rows = views.resumes(sources, THREAD).resumes
+    assert [(r.writer_trace_id, r.writer_span_id) for r in rows] == [
+        puts[e.from_checkpoint_id] for e in written.expected
+    ]
+    assert rows[0].writer_trace_id == rows[2].writer_trace_id  # crash and fork: one writer
+
+
 def test_resume_log_names_the_first_put_of_each_run_resumed_from_one_checkpoint() -> None:
     from langgraph.checkpoint.otel import names
     from langgraph.checkpoint.otel.analysis.lineage import resume_log

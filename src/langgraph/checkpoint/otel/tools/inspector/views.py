@@ -291,7 +291,8 @@ def _timeline(data: ThreadData) -> Timeline:
         when = _time(tup.checkpoint.get("ts")) if tup else None
         if when is None and put is not None:
             when = _span_time(put.start_time_unix_nano)
-        kind, origin = resumes.get(cid, (r.resume_kind, None))
+        kind, origin = resumes.get(cid, (None, None))
+        kind = kind or r.resume_kind  # a put marked resumed whose resume span is missing
         rows.append(
             CheckpointRow(
                 checkpoint_id=cid,
