@@ -78,6 +78,10 @@ class CheckpointRow(BaseModel):
     graph_parent_id: str | None = None
     """A subgraph's checkpoint: the enclosing graph's checkpoint it ran from (LangGraph's
     `parents` metadata; from spans alone, the enclosing namespace's latest put before it)."""
+    agent_name: str | None = None
+    """The agent that wrote the checkpoint, as LangChain's `create_agent` stores it
+    (`lc_agent_name` metadata: deepagents' sub-agents, say, which run inside a `tools` node);
+    saver sources only."""
     fork_point: bool
     """More than one checkpoint has this one as parent (time travel, a resumed fork)."""
     resume_kind: str | None
@@ -96,7 +100,8 @@ class Timeline(BaseModel):
     checkpoints: list[CheckpointRow]
     """Oldest first."""
     graph_name: str | None = None
-    """The root graph's name, as the thread's run spans carry it (None without them)."""
+    """The root graph's name, as the thread's run spans carry it, else the agent name stored
+    with its root checkpoints (None when neither is known)."""
 
 
 class ResumeRow(BaseModel):
