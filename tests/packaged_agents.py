@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from langchain_core.tools import BaseTool, tool
+from langgraph.types import interrupt
 
 import agents
 from agents import Saver, Script, Turn, calls
@@ -57,7 +58,7 @@ class Effects:
     """The tools of the packaged agents and the ledger of their side effects.
 
     `failing` names tools that raise `agents.ToolFailed` on their first call (before any side
-    effect). `ledger` records every call of a side-effecting tool (name, argument) in order;
+    effect); with `approval`, `issue_refund` interrupts the run to ask a human first. `ledger` records every call of a side-effecting tool (name, argument) in order;
     with `path`, each is also appended (and fsynced) to that file as ``<tag> <name> <arg>``.
     `decorate` wraps the side-effecting tools' functions (e.g. `record_tool_start`) and
     `after_effect` runs right after a side effect is recorded (e.g. a SIGKILL).
@@ -67,6 +68,8 @@ class Effects:
     ledger: list[tuple[str, str]] = field(default_factory=list)
     path: Path | None = None
     tag: str = ""
+    approval: bool = False
+    """`issue_refund` first asks a human (``interrupt()``); it refunds on the answer "yes"."""
     decorate: Callable[[Callable[..., str]], Callable[..., str]] | None = None
     after_effect: Callable[[str], None] | None = None
     _failed: set[str] = field(default_factory=set)
@@ -108,6 +111,8 @@ class Effects:
     def issue_refund(self) -> BaseTool:
         def issue_refund(order: str) -> str:
             """Refund an order (a side effect: pays the money back)."""
+            if self.approval and interrupt({"approve": f"refund {order}"}) != "yes":
+                return f"refund of {order} declined"
             self._effect("issue_refund", order)
             return f"refunded {order}"
 

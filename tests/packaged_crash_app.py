@@ -2,14 +2,14 @@
 as a subprocess by ``test_agents_packaged.py``.
 
     python packaged_crash_app.py SHAPE DB SPANS_FILE INSTANCE ACTION THREAD EFFECTS
-        [--kill-after-effect]
+        [--kill-after TOOL]
 
 SHAPE is ``deep`` or ``supervisor`` (or ``swarm``); DB is a SQLite file; ACTION ``run`` starts
 THREAD with fresh input, ``resume`` continues it with ``invoke(None)``. The side-effecting
 tools are decorated with `record_tool_start`: the start record is exported (BatchSpanProcessor,
 flushed by the decorator) before the body appends ``<INSTANCE> <tool> <arg>`` to EFFECTS. With
-``--kill-after-effect`` the process kills itself with SIGKILL right after `issue_refund`'s
-side effect: no exception, no cleanup. Spans go to SPANS_FILE as OTLP/JSON lines; durability
+``--kill-after TOOL`` the process kills itself with SIGKILL right after TOOL's side effect
+(`issue_refund` or `notify`): no exception, no cleanup. Spans go to SPANS_FILE as OTLP/JSON lines; durability
 is ``sync``. A run that finishes prints one JSON line:
 ``{"thread", "outcome", "graph", "answer"}``.
 """
@@ -50,7 +50,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("action", choices=["run", "resume"])
     parser.add_argument("thread")
     parser.add_argument("effects")
-    parser.add_argument("--kill-after-effect", action="store_true")
+    parser.add_argument("--kill-after", choices=sorted(pa.SIDE_EFFECTS))
     args = parser.parse_args(argv)
 
     resource = Resource.create(
@@ -61,7 +61,7 @@ def main(argv: list[str] | None = None) -> int:
     provider.add_span_processor(BatchSpanProcessor(exporter, schedule_delay_millis=BATCH_DELAY_MS))
 
     def kill(name: str) -> None:
-        if args.kill_after_effect and name == "issue_refund":
+        if name == args.kill_after:
             os.kill(os.getpid(), signal.SIGKILL)
 
     effects = pa.Effects(

@@ -71,6 +71,7 @@ from typing import Any
 
 import pytest
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
+from langgraph.types import Command
 
 import agents
 import packaged_agents as pa
@@ -389,6 +390,50 @@ async def test_an_app_span_is_the_root_of_every_packaged_agent_span(
         await check_nodes(driver, runs)
 
 
+INTERRUPTED = (
+    Step(ask(), "interrupted"),  # `issue_refund`, inside a sub-agent, asks a human first
+    Step(lambda: Command(resume="yes"), "finished", "interrupt"),
+    Step(ask("Thanks!"), "finished", "continue"),
+)
+
+
+@pytest.mark.parametrize(
+    ("saver_kind", "durability"), [("sqlite", "sync"), ("async_sqlite", "async")]
+)
+@pytest.mark.parametrize("shape", SHAPES)
+async def test_an_interrupt_inside_a_sub_agent_resumes_as_interrupt(
+    shape: str,
+    saver_kind: str,
+    durability: str,
+    otel: OTel,
+    tmp_path: Path,
+    request: pytest.FixtureRequest,
+) -> None:
+    """`interrupt()` in the sub-agent's `issue_refund` stops the whole run; the human's answer
+    (``Command(resume="yes")``) resumes it as `interrupt`, the sub-agent's resume linked to
+    the sub-agent's own checkpoint writer; nodes and metadata as in the per-run checks, and
+    no finding online or offline (the refund ran once)."""
+    async with saver_of(saver_kind, tmp_path, request) as inner:
+        is_async = saver_kind in ASYNC_KINDS
+        saver = instrumented(inner, otel, divergence=POLICY)
+        effects = pa.Effects(approval=True)
+        driver = Driver(build(shape, saver, effects), saver, is_async)
+        runs = await play(driver, otel, "t-wrapped", INTERRUPTED, durability)
+        spans = check_runs(runs, driver.graph.name)
+        await check_nodes(driver, runs)
+        resumed = [s for s in named(runs[1].spans, names.SPAN_RESUME) if s.ns != ""]
+        assert {_place(s.ns) for s in resumed} == {REFUND_PLACE[shape]}, (
+            f"the resume of the interrupted sub-agent: resume spans in {[s.ns for s in resumed]}"
+        )
+        bare = Driver(build(shape, inner, pa.Effects(approval=True)), inner, is_async)
+        await play(bare, None, "t-bare", INTERRUPTED, durability)
+        stored = await check_metadata(driver, bare, "t-wrapped", "t-bare")
+        assert effects.ledger == [("issue_refund", pa.ORDER), *effects.ledger[1:]]
+        assert not repeated_side_effects(effects.ledger)
+        check_online_is_offline(spans, stored, f"{shape} interrupted")
+        assert online(spans) == [], online(spans)
+
+
 # --------------------------------------------------------------------------------------------
 # 2. clean threads: no finding online, offline, or from the CLI
 # --------------------------------------------------------------------------------------------
@@ -567,6 +612,8 @@ def _next_is(node: str) -> Callable[[Any], bool]:
 
 
 DECLINE = agents.Turn(f"I cannot refund {pa.ORDER}.")
+DECLINE_AND_RETURN = agents.calls(("transfer_to_alice", {}))
+"""bob hands back to alice without refunding."""
 DEPARTURES: dict[str, Departure] = {
     # the sub-agent declines instead of calling issue_refund (fork: before the task call)
     "deep-subagent-declines": Departure(
@@ -589,6 +636,10 @@ DEPARTURES: dict[str, Departure] = {
         lambda s: tuple(s.next) == ("supervisor",) and s.metadata["step"] > 0,
         lambda s: s["supervisor"].change(1, agents.calls(("transfer_to_researcher", {}))),
         "supervisor",
+    ),
+    # bob declines instead of refunding (fork: the root checkpoint scheduling bob)
+    "swarm-bob-declines": Departure(
+        "swarm", _next_is("bob"), lambda s: s["bob"].change(0, DECLINE_AND_RETURN), "bob"
     ),
 }
 
@@ -843,10 +894,15 @@ async def test_deep_agent_delta_messages_are_seen(
                 f"the whole value, as for a plain channel, not of the step's delta); "
                 f"(messages, size_bytes) per put: {sizes}"
             )
-        by_count = [next(iter(h)) for n, h in sorted(hashes.items()) if len(h) == 1]
-        if len(set(by_count)) != len(by_count):
+        shared = [
+            (n, m, sorted(hashes[n] & hashes[m]))
+            for n, m in itertools.combinations(sorted(hashes), 2)
+            if hashes[n] & hashes[m]
+        ]
+        if shared:
             problems.append(
-                f"puts holding different numbers of messages share a state hash: {hashes}"
+                "puts holding different numbers of messages share a state hash "
+                f"(messages, messages, hashes): {shared}"
             )
         assert not problems, "\n".join(problems)
 
@@ -898,28 +954,40 @@ def _app(
     return [*command, "t-crash", str(effects), *extra]
 
 
-@pytest.mark.parametrize("shape", SHAPES)
-def test_sigkill_inside_a_sub_agent_side_effect_resumes_as_crash(
-    shape: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+CRASHES = [
+    ("deep", "issue_refund"),  # inside the sub-agent run by the `task` tool (plain messages)
+    ("deep", "notify"),  # in the main agent, whose messages are a DeltaChannel
+    ("supervisor", "issue_refund"),  # inside the refunds worker
+    ("swarm", "issue_refund"),  # inside bob
+]
+ARGUMENT = {"issue_refund": pa.ORDER, "notify": pa.CUSTOMER}
+
+
+@pytest.mark.parametrize(("shape", "killed"), CRASHES)
+def test_sigkill_inside_a_side_effect_resumes_as_crash_and_marks_the_retry(
+    shape: str, killed: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """Process A is killed (SIGKILL) inside the sub-agent's `issue_refund`, right after its side
-    effect; process B resumes the thread with ``invoke(None)``: its run is one trace, a
-    `crash` resume linked to the put span that wrote the checkpoint it loaded, the refund is
-    retried (the ledger holds it twice) and the retried call's ``langgraph.tool.start`` span
-    says ``langgraph.tool.retry=true`` with the key of A's. The findings of B's run online are
-    those offline over the database (all namespaces); ``langgraph-otel diverge`` over the
-    database and both span files finds the refund started twice (a ``duplicate_tool_call``
-    of `issue_refund`, from the two start records) and nothing else."""
+    """Process A is killed (SIGKILL) inside `killed` (decorated with `record_tool_start`), right
+    after its side effect; process B resumes the thread with ``invoke(None)``: its run is one
+    trace, a `crash` resume linked to the put span that wrote the checkpoint it loaded (the
+    sub-agents' resumes too), the call is retried (the ledger holds it twice) and the retried
+    call's ``langgraph.tool.start`` span says ``langgraph.tool.retry=true`` with the key of
+    A's (and no other start is a retry). The findings of B's run online are those offline
+    over the database (all namespaces); ``langgraph-otel diverge`` over the database and both
+    span files finds exactly the side effects the ledger shows started twice, as
+    ``duplicate_tool_call`` (from the two start records)."""
     db, effects = tmp_path / "db.sqlite", tmp_path / "effects.txt"
     a = subprocess.run(
-        _app(shape, db, tmp_path / "a.jsonl", "A", "run", effects, "--kill-after-effect"),
+        _app(shape, db, tmp_path / "a.jsonl", "A", "run", effects, "--kill-after", killed),
         capture_output=True,
         text=True,
         timeout=CRASH_TIMEOUT_S,
         stdin=subprocess.DEVNULL,
     )
     assert a.returncode == -signal.SIGKILL, f"A exited {a.returncode}:\n{a.stderr}"
-    assert effects.read_text().splitlines() == [f"A issue_refund {pa.ORDER}"]
+    effect = f"{killed} {ARGUMENT[killed]}"
+    by_a = effects.read_text().splitlines()
+    assert by_a[-1] == f"A {effect}", by_a
     b = subprocess.run(
         _app(shape, db, tmp_path / "b.jsonl", "B", "resume", effects),
         capture_output=True,
@@ -930,7 +998,7 @@ def test_sigkill_inside_a_sub_agent_side_effect_resumes_as_crash(
     assert b.returncode == 0, b.stderr
     result = json.loads(b.stdout.splitlines()[-1])
     lines = effects.read_text().splitlines()
-    assert lines[:2] == [f"A issue_refund {pa.ORDER}", f"B issue_refund {pa.ORDER}"], lines
+    assert lines[len(by_a)] == f"B {effect}", lines  # B does the killed call first
     assert result["outcome"] == "finished", result
 
     raw_a, raw_b = read_spans(tmp_path / "a.jsonl"), read_spans(tmp_path / "b.jsonl")
@@ -945,19 +1013,22 @@ def test_sigkill_inside_a_sub_agent_side_effect_resumes_as_crash(
         for who, starts in (("A", starts_a), ("B", starts_b))
         for s in starts
     ]
-    refund_a = [s for s in starts_a if s.attributes.get(names.TOOL_NAME) == "issue_refund"]
-    refund_b = [s for s in starts_b if s.attributes.get(names.TOOL_NAME) == "issue_refund"]
-    assert len(refund_a) == 1 and len(refund_b) == 1, summary
-    assert refund_a[0].attributes.get(names.TOOL_RETRY) is False, summary
+    killed_a = [s for s in starts_a if s.attributes.get(names.TOOL_NAME) == killed]
+    killed_b = [s for s in starts_b if s.attributes.get(names.TOOL_NAME) == killed]
+    assert len(killed_a) == 1 and len(killed_b) == 1, summary
+    assert all(s.attributes.get(names.TOOL_RETRY) is False for s in starts_a), summary
     assert (
-        refund_a[0].attributes[names.TOOL_IDEMPOTENCY_KEY]
-        == refund_b[0].attributes[names.TOOL_IDEMPOTENCY_KEY]
+        killed_a[0].attributes[names.TOOL_IDEMPOTENCY_KEY]
+        == killed_b[0].attributes[names.TOOL_IDEMPOTENCY_KEY]
     )
+    retried = [(n, r) for who, n, r in summary if who == "B"]
+    expected = [(n, n == killed) for n, _ in retried]
     problems = []
-    if refund_b[0].attributes.get(names.TOOL_RETRY) is not True:
+    if retried != expected:
         problems.append(
-            f"the retried issue_refund after the crash resume: tool.start spans (process, "
-            f"tool, retry) {summary}"
+            f"B's tool.start spans (tool, retry) {retried}, expected {expected}: the {killed} "
+            f"call in flight when A was killed is the retry (all starts (process, tool, "
+            f"retry): {summary})"
         )
 
     from langgraph.checkpoint.sqlite import SqliteSaver
