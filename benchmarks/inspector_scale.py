@@ -21,6 +21,7 @@ import argparse
 import contextlib
 import json
 import os
+import re
 import sqlite3
 import statistics
 import subprocess
@@ -143,7 +144,8 @@ def postgres_plan(url: str) -> str:
     sql, params = thread_sql(ThreadQuery(), postgres=True)
     with psycopg.connect(url) as conn:
         rows = conn.execute(f"EXPLAIN {sql}", [*params, 51, 0]).fetchall()
-    return " | ".join(str(r[0]).strip() for r in rows if "->" in str(r[0]) or r is rows[0])
+    nodes = [re.sub(r"\s*\(cost=[^)]*\)", "", str(r[0])).strip(" ->") for r in rows]
+    return " | ".join(n for n in nodes if not n.startswith(("Sort Key", "Group Key")))
 
 
 def postgres_cell(repeats: int) -> dict[str, Any]:
@@ -224,9 +226,10 @@ def report_lines(result: dict[str, Any]) -> list[str]:
     start = result["startup"]
     lines = [
         "inspector on many threads: each command its own process (median wall of "
-        f"{result['repeats']}, peak RSS); startup alone (`schema`) {start['wall_s']:.2f} s, "
-        f"{start['peak_rss_mb']:.0f} MB",
-        f"  {'source':24} {'threads':>9} {'threads (1st page)':>22} {'timeline (1 thread)':>22}",
+        f"{result['repeats']}, and beyond startup; peak RSS); startup alone (`schema`) "
+        f"{start['wall_s']:.2f} s, {start['peak_rss_mb']:.0f} MB",
+        f"  {'source':16} {'threads':>8}   {'threads (1st page of 50)':>30}   "
+        f"{'timeline (1 thread)':>30}",
     ]
     rows = [(f"SQLite {c['file_mb'] / 1e3:.1f} GB", c) for c in result["sqlite"].values()]
     pg = result["postgres"] or {}
@@ -235,12 +238,17 @@ def report_lines(result: dict[str, Any]) -> list[str]:
     elif pg:
         rows.append(("PostgreSQL", pg))
     for name, cell in rows:
-        t, tl = cell["threads"], cell["timeline"]
+        shown = []
+        for command in ("threads", "timeline"):
+            m = cell[command]
+            shown.append(
+                f"{m['wall_s']:6.2f} s (+{m['wall_s'] - start['wall_s']:5.2f} s) "
+                f"{m['peak_rss_mb']:5.0f} MB"
+            )
+        errors = cell["threads"]["errors"] + cell["timeline"]["errors"]
         lines.append(
-            f"  {name:24} {cell['threads_in_db']:9,d} "
-            f"{t['wall_s']:8.2f} s {t['peak_rss_mb']:7.0f} MB  "
-            f"{tl['wall_s']:8.2f} s {tl['peak_rss_mb']:7.0f} MB"
-            + ("  (exit != 0: " + "; ".join(t["errors"] + tl["errors"]) + ")" if t["exit"] else "")
+            f"  {name:16} {cell['threads_in_db']:8,d}   {shown[0]:>30}   {shown[1]:>30}"
+            + (f"  (failed: {'; '.join(errors)})" if errors else "")
         )
     for name, cell in rows:
         lines.append(f"  plan ({name}): {cell['plan']}")

@@ -9,6 +9,7 @@ one template are equally recent; thread ids are `<prefix><n:06d>`.
 from __future__ import annotations
 
 import sqlite3
+import time
 from pathlib import Path
 from typing import Any
 
@@ -132,7 +133,16 @@ def make_postgres_db(url: str, threads: int, prefix: str = "t-") -> None:
                 f"JOIN {table} AS source ON source.thread_id = template.thread_id",
                 (prefix, threads),
             )
-    # on a connection of its own (the saver's may pin old row versions): statistics, and the
-    # visibility map that lets the planner read the primary key alone, as autovacuum would
+    # statistics, and the visibility map that lets the planner read the primary key alone (as
+    # autovacuum keeps it); a VACUUM right after the copy was measured to leave the map unset,
+    # one a second later to set it
     with Connection.connect(url, autocommit=True) as conn:
-        conn.execute("VACUUM (ANALYZE)")
+        for _ in range(20):
+            for table in POSTGRES_COLUMNS:
+                conn.execute(f"VACUUM (ANALYZE) {table}")
+            row = conn.execute(
+                "SELECT relallvisible, relpages FROM pg_class WHERE relname = 'checkpoints'"
+            ).fetchone()
+            if row is not None and row[0] >= row[1]:
+                break
+            time.sleep(0.5)
