@@ -1,4 +1,4 @@
-"""A real multi-agent thread for the inspector's report tests: `langgraph_supervisor`'s
+"""Real multi-agent threads for the inspector's report tests. `write`: `langgraph_supervisor`'s
 `create_supervisor` (root graph ``support_desk``) with two `create_react_agent` workers,
 ``order_agent`` (tool `lookup_order`) and ``refund_agent`` (tool `issue_refund`), each driven by
 a `ScriptedChatModel`. Each agent, the supervisor's own included, runs as a subgraph: its
@@ -8,7 +8,8 @@ The thread runs on `instrument(SqliteSaver(...))` with its spans in span files
 (`write_span_files`), then is forked (time travel) from the checkpoint where the supervisor
 has just handed over to ``order_agent``, with the refund agent answering differently on the
 fork: two branches of the root graph, each with its own subgraph runs, and long diffs (the
-tools return long texts).
+tools return long texts). `write_deep`: `deepagents.create_deep_agent` (``deep_support``)
+whose ``refunds`` sub-agent runs through its `task` tool, inside the `tools` node.
 """
 
 from __future__ import annotations
@@ -128,3 +129,49 @@ def write(root: Path) -> MultiAgentThread:
         provider.shutdown()  # flushes the batch to the span file
         conn.close()
     return MultiAgentThread(db, spans, THREAD, str(handed_over.checkpoint["id"]))
+
+
+DEEP_NAME = "deep_support"
+
+
+def write_deep(root: Path) -> MultiAgentThread:
+    """One run of a deep agent delegating a refund to its ``refunds`` sub-agent."""
+    from deepagents import create_deep_agent
+
+    @tool
+    def issue_refund(order_id: str) -> str:
+        """Refund an order (a side effect)."""
+        return f"refund of {order_id} issued"
+
+    db, spans = root / "deep.sqlite", root / "deep-spans"
+    provider = TracerProvider()
+    write_span_files(spans, provider)
+    main = Script(
+        [
+            calls(("task", {"description": "Refund order A-1", "subagent_type": "refunds"})),
+            Turn("Refunded order A-1."),
+        ]
+    )
+    refunds = {
+        "name": "refunds",
+        "description": "Refunds orders.",
+        "system_prompt": "You refund orders.",
+        "tools": [issue_refund],
+        "model": ScriptedChatModel(
+            script=Script([calls(("issue_refund", {"order_id": "A-1"})), Turn("Refunded.")]),
+            agent="refunds",
+        ),
+    }
+    conn = sqlite3.connect(db, check_same_thread=False)
+    try:
+        graph = create_deep_agent(
+            model=ScriptedChatModel(script=main, agent=DEEP_NAME),
+            subagents=[refunds],  # type: ignore[list-item]
+            checkpointer=instrument(SqliteSaver(conn), tracer_provider=provider),
+            name=DEEP_NAME,
+        )
+        graph.invoke(question("Refund order A-1, please."), {"configurable": {"thread_id": "deep"}})
+    finally:
+        provider.shutdown()
+        conn.close()
+    return MultiAgentThread(db, spans, "deep", "")

@@ -258,3 +258,17 @@ def test_a_nested_subgraph_is_drawn_a_row_below_the_subgraph_that_ran_it(tmp_pat
     assert inner_run.y > outer_run.y  # a row deeper
     assert [lane.label for lane in layout.lanes] == ["main", "subgraphs", "nested"]
     assert layout.branches == 1
+
+
+def test_a_deep_agents_sub_agent_is_named_by_its_agent_not_by_the_tools_node(
+    tmp_path: Path,
+) -> None:
+    from langgraph.checkpoint.otel.tools.inspector.report import layout_timeline
+
+    deep = multi_agent_thread.write_deep(tmp_path)
+    with open_sources([f"sqlite:///{deep.db}"]) as sources:
+        report = build_report(sources, deep.thread_id)
+    [run] = layout_timeline(report).subgraphs
+    assert (run.node, run.agent) == ("tools", "refunds")
+    assert run.title == "refunds (subgraph of deep_support, run by tools)"
+    assert report.timeline.graph_name == multi_agent_thread.DEEP_NAME  # from its root checkpoints

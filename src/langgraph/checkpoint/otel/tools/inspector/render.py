@@ -128,7 +128,7 @@ def timeline(console: Console, view: Timeline) -> None:
         ]
         if has_ns:
             cells.append(
-                Text(subgraph_title(row.namespace, view.graph_name)).append(
+                Text(subgraph_title(row.namespace, view.graph_name, row.agent_name)).append(
                     f" {row.namespace}", style="dim"
                 )
                 if row.namespace

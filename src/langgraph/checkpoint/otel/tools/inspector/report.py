@@ -93,6 +93,8 @@ class SubgraphRun:
     namespace: str
     node: str
     """The node of the enclosing graph that ran the subgraph."""
+    agent: str | None
+    """The agent name stored with its checkpoints (`CheckpointRow.agent_name`), if any."""
     title: str
     """``refund_agent (subgraph of support_desk)``."""
     label: str
@@ -326,8 +328,10 @@ def _subgraph_run(
     index: dict[str, int],
 ) -> SubgraphRun:
     first, last = members[0], members[-1]
-    title = subgraph_title(namespace, report.timeline.graph_name)
+    agent = first.row.agent_name
+    title = subgraph_title(namespace, report.timeline.graph_name, agent)
     node = subgraph_node(namespace)
+    name = agent or node
     width = last.x - first.x + SUB_COLUMN - 4
     links = []
     origin = where.get(first.row.graph_parent_id or "")
@@ -349,8 +353,9 @@ def _subgraph_run(
     return SubgraphRun(
         namespace=namespace,
         node=node,
+        agent=agent,
         title=title,
-        label=_fit(title if len(title) * _CHAR_WIDTH <= width - 8 else node, width - 8),
+        label=_fit(title if len(title) * _CHAR_WIDTH <= width - 8 else name, width - 8),
         x=first.x - SUB_COLUMN / 2 + 2,
         y=first.y - 26,
         width=width,
@@ -495,7 +500,9 @@ def render_report(report: Report) -> str:
         diffs=_diffs_by_checkpoint(report.diffs),
         selected=_initial_selection(report),
         short=short,
-        subgraph_title=lambda namespace: subgraph_title(namespace, report.timeline.graph_name),
+        subgraph_title=lambda namespace, agent=None: subgraph_title(
+            namespace, report.timeline.graph_name, agent
+        ),
         subgraph_node=subgraph_node,
         human_bytes=human_bytes,
         signed_bytes=signed_bytes,

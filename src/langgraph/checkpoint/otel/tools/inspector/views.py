@@ -313,6 +313,7 @@ def _timeline(data: ThreadData) -> Timeline:
                 state_hash=r.state_hash,
                 branch=_branch(cid, lanes, graph_parents),
                 graph_parent_id=graph_parents.get(cid),
+                agent_name=_agent_name(tup),
                 fork_point=children[cid] > 1,
                 resume_kind=kind,
                 resumed_from=origin,
@@ -335,11 +336,19 @@ def subgraph_node(namespace: str) -> str:
     return namespace.rpartition("|")[2].partition(":")[0]
 
 
-def subgraph_title(namespace: str, graph_name: str | None) -> str:
-    """``b (subgraph of a)``; a top-level subgraph is one of the root graph (by its name)."""
+def subgraph_title(namespace: str, graph_name: str | None, agent: str | None = None) -> str:
+    """``b (subgraph of a)``; a top-level subgraph is one of the root graph (by its name).
+
+    With the `agent` name stored with its checkpoints, when the node that ran it is named
+    otherwise (a deep agent's sub-agent runs in its `tools` node):
+    ``refunds (subgraph of deep_support, run by tools)``.
+    """
     outer = namespace.rpartition("|")[0]
     parent = subgraph_node(outer) if outer else (graph_name or "the root graph")
-    return f"{subgraph_node(namespace)} (subgraph of {parent})"
+    node = subgraph_node(namespace)
+    if agent and agent != node:
+        return f"{agent} (subgraph of {parent}, run by {node})"
+    return f"{node} (subgraph of {parent})"
 
 
 def _graph_parents(data: ThreadData) -> dict[str, str]:
@@ -391,7 +400,17 @@ def _graph_name(data: ThreadData) -> str | None:
         name = span.attributes.get(names.GRAPH_NAME)
         if span.name == names.SPAN_RUN and name:
             return str(name)
+    for tup in data.tuples:
+        name = _agent_name(tup) if not _ns(tup) else None
+        if name:
+            return name
     return None
+
+
+def _agent_name(tup: CheckpointTuple | None) -> str | None:
+    """LangChain's `lc_agent_name` stored with the checkpoint (`create_agent`), if any."""
+    name = (tup.metadata or {}).get("lc_agent_name") if tup is not None else None
+    return str(name) if isinstance(name, str) and name else None
 
 
 def _inner_ms(span: SpanRecord) -> float:
