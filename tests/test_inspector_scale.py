@@ -93,15 +93,20 @@ def postgres_written(postgres_db: str) -> Iterator[Written]:
 
 @pytest.fixture
 def counting(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
-    """A module of savers that record each `list` call's thread (None: every thread) and,
-    for SQLite, every SQL statement; made by `counting:sqlite` and `counting:postgres`."""
+    """A module of savers that record each `list` call's thread (None: every thread) and
+    every SQL statement (SQLite: as run; PostgreSQL: with its parameters); made by
+    `counting:sqlite` and `counting:postgres`."""
     (tmp_path / "counting.py").write_text(
         "import os, sqlite3\n"
         "from langgraph.checkpoint.postgres import PostgresSaver\n"
         "from langgraph.checkpoint.sqlite import SqliteSaver\n"
-        "from psycopg import Connection\n"
+        "from psycopg import Connection, Cursor\n"
         "from psycopg.rows import dict_row\n"
         "LISTED, STATEMENTS = [], []\n"
+        "class Recording(Cursor):\n"
+        "    def execute(self, query, params=None, **kw):\n"
+        "        STATEMENTS.append((str(query), list(params or ())))\n"
+        "        return super().execute(query, params, **kw)\n"
         "def _count(config):\n"
         "    LISTED.append(None if config is None else config['configurable']['thread_id'])\n"
         "class CountingSqlite(SqliteSaver):\n"
@@ -121,6 +126,7 @@ def counting(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
         "def postgres():\n"
         "    conn = Connection.connect(os.environ['COUNTING_DB'], autocommit=True,\n"
         "                              prepare_threshold=0, row_factory=dict_row)\n"
+        "    conn.cursor_factory = Recording\n"
         "    return CountingPostgres(conn)\n"
     )
     monkeypatch.syspath_prepend(str(tmp_path))
@@ -498,8 +504,23 @@ def test_the_postgres_listing_reads_only_the_page_threads(
     monkeypatch.setenv("COUNTING_DB", postgres_written.url)
     assert thread_ids(capsys, "counting:postgres", "-n", "3") == NEWEST_FIRST[:3]
     assert sorted(counting.LISTED) == sorted(NEWEST_FIRST[:3])
+    ranking = [q for q, _ in counting.STATEMENTS if "GROUP BY thread_id" in q]
+    assert len(ranking) == 1
+    reads = [(q, p) for q, p in counting.STATEMENTS if q not in ranking]
+    assert reads and all("thread_id = %s" in q and p[0] in NEWEST_FIRST[:3] for q, p in reads)
+
+
+def test_postgres_timeline_reads_only_its_thread(
+    capsys: pytest.CaptureFixture[str],
+    postgres_written: Written,
+    counting: Any,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("COUNTING_DB", postgres_written.url)
     code, _ = run(capsys, "timeline", "job-1", "counting:postgres")
-    assert code == 0 and counting.LISTED[3:] == ["job-1"]
+    assert code == 0 and counting.LISTED == ["job-1"]
+    reads = [(q, p) for q, p in counting.STATEMENTS if "checkpoint" in q]
+    assert reads and all("thread_id = %s" in q and p[0] == "job-1" for q, p in reads), reads
 
 
 def test_postgres_threads_counts_the_findings_diverge_lists(
