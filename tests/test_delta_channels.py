@@ -220,3 +220,15 @@ def test_get_state_and_its_history_on_a_delta_thread_are_one_trace_each(otel: OT
         spans = otel.spans()
         assert any(s.name == names.SPAN_GET_DELTA_CHANNEL_HISTORY for s in spans)
         assert len({s.context.trace_id for s in spans}) == 1, sorted(s.name for s in spans)
+
+
+def test_an_update_of_a_delta_channel_outside_runs_hashes_as_materialised(otel: OTel) -> None:
+    g = graph(DeltaState, instrument(InMemorySaver(), tracer_provider=otel.tracer_provider))
+    config = {"configurable": {"thread_id": "t"}}
+    g.invoke(INPUT, config)
+    otel.clear()
+    g.update_state(config, {"messages": [HumanMessage("and again")]}, as_node="tool")
+    (put,) = _puts(otel)
+    event = _channel_event(put, "messages")
+    assert event is not None
+    assert event[names.CHANNEL_HASH] == hash_value(_materialised(g, put))

@@ -39,10 +39,6 @@ RunOutcome = Literal["finished", "interrupted", "error"]
 RECENT_STEPS = 4
 """Steps whose tasks stay named: a task's pending writes can be saved (durability `async`)
 after the loop has moved on by a step or two."""
-HELD_SAVES = 1024
-"""Saves whose delta values are held until their put reads them: a put takes its entry, so only
-puts that lag (a slow saver under durability `async` can fall many steps behind the loop) or
-never happen (the inner put failed) keep entries, for as long as the run lasts."""
 _INTERRUPTED_STATUSES = frozenset({"interrupt_before", "interrupt_after"})
 
 
@@ -62,7 +58,6 @@ class LoopRun:
         "_entered",
         "_exit_durability",
         "_lock",
-        "_logical",
         "_recent",
         "_seen",
         "explicit_checkpoint",
@@ -94,8 +89,6 @@ class LoopRun:
         self._applied: dict[str, set[str]] = {}
         """checkpoint id -> nodes of the step applied on it, until a put reads them."""
         self._exit_durability = getattr(loop, "durability", None) == "exit"
-        self._logical: dict[str, dict[str, Any]] = {}
-        """checkpoint id -> the values of its delta channels, until its put reads them."""
         self._entered: list[Callable[[Mapping[str, Any]], None]] = []
 
     # --- delta channels ---------------------------------------------------------------------
@@ -106,42 +99,17 @@ class LoopRun:
         with self._lock:
             self._entered.append(callback)
 
-    def delta_values(self, checkpoint_id: str) -> Mapping[str, Any] | None:
-        """The values of the delta channels of checkpoint `checkpoint_id` as the loop held
-        them when it saved it (none: the graph has no delta channel, or the put is not the
-        loop's), forgotten once read."""
-        with self._lock:
-            return self._logical.pop(checkpoint_id, None)
-
     def _entry_done(self) -> None:
-        """The loop has entered: hand the rebuilt delta values to `after_entry` callbacks and
-        note the delta values of every checkpoint the loop saves from now on."""
-        loop = self.loop()
-        channels = _delta_channels(loop)
-        if loop is None or not channels:
-            return
+        """The loop has entered: hand the values its delta channels were rebuilt to to the
+        `after_entry` callbacks."""
+        channels = _delta_channels(self.loop())
         with self._lock:
             callbacks, self._entered = self._entered, []
+        if not channels:
+            return
         values = _values_of(channels, None)
         for callback in callbacks:
             callback(values)
-        submit = getattr(loop, "submit", None)
-        save = getattr(loop, "_checkpointer_put_after_previous", None)
-        if not callable(submit) or save is None:
-            _missing("PregelLoop.submit (the values of delta channels at each checkpoint)")
-            return
-        # a bound method, as LangGraph keeps a weak reference to it; the loop holds it
-        loop.submit = _NotingSubmit(self, submit, save, channels).submit
-        return
-
-    def _note_save(self, checkpoint: Any, channels: Mapping[str, Any]) -> None:
-        """The loop submits the save of `checkpoint`: note its delta channels' values."""
-        versions = checkpoint.get("channel_versions") or {}
-        values = _values_of(channels, versions)
-        with self._lock:
-            self._logical[str(checkpoint["id"])] = values
-            while len(self._logical) > HELD_SAVES:
-                del self._logical[next(iter(self._logical))]
 
     def watch_steps(self, on_fault: Callable[[str, Exception], None]) -> None:
         """Note each step's tasks as the loop applies them (see the class docstring). A fault
@@ -227,6 +195,7 @@ class LoopRun:
             exc: BaseException | None,
             tb: TracebackType | None,
         ) -> None:
+            forget_delta_values()
             callback(run_outcome(ref(), exc), exc)
 
         # pushed before the loop enters its executor: the stack calls it last
@@ -234,44 +203,27 @@ class LoopRun:
         return True
 
 
-class _NotingSubmit:
-    """A loop's `submit` that notes the delta values of each checkpoint it saves, in the loop's
-    thread, as the save is submitted (the channels then hold that checkpoint's values)."""
-
-    __slots__ = ("__weakref__", "_channels", "_run", "_save", "_submit")
-
-    def __init__(
-        self, run: LoopRun, submit: Callable[..., Any], save: Any, channels: Mapping[str, Any]
-    ) -> None:
-        self._run = run
-        self._submit = submit
-        self._save = getattr(save, "__func__", save)
-        self._channels = channels
-
-    def submit(self, fn: Any, *args: Any, **kwargs: Any) -> Any:
-        if getattr(fn, "__func__", fn) is self._save and len(args) > _SAVE_CHECKPOINT:
-            try:
-                self._run._note_save(args[_SAVE_CHECKPOINT], self._channels)
-            except Exception:
-                _missing("the checkpoint a save is submitted with (delta channels)")
-        return self._submit(fn, *args, **kwargs)
-
-
-_SAVE_CHECKPOINT = 3
-"""Position of the checkpoint among the arguments a save is submitted with
-(`_checkpointer_put_after_previous(previous, delta writes, config, checkpoint, ...)`)."""
-
-
 def _delta_channels(loop: Any) -> dict[str, Any]:
     """The loop's `DeltaChannel`s by name (none on a LangGraph without them)."""
+    channels = getattr(loop, "channels", None)
+    return _delta_channels_of(channels) if isinstance(channels, Mapping) else {}
+
+
+def _delta_channels_of(channels: Mapping[str, Any]) -> dict[str, Any]:
+    if _DELTA_CHANNEL is None:
+        return {}
+    return {str(k): c for k, c in channels.items() if type(c) is _DELTA_CHANNEL}
+
+
+def _delta_channel_type() -> type | None:
     try:
         from langgraph.channels.delta import DeltaChannel
-    except ImportError:
-        return {}
-    channels = getattr(loop, "channels", None)
-    if not isinstance(channels, Mapping):
-        return {}
-    return {str(k): c for k, c in channels.items() if isinstance(c, DeltaChannel)}
+    except ImportError:  # a LangGraph without delta channels
+        return None
+    return DeltaChannel
+
+
+_DELTA_CHANNEL = _delta_channel_type()
 
 
 def _values_of(channels: Mapping[str, Any], versions: Mapping[str, Any] | None) -> dict[str, Any]:
@@ -282,6 +234,62 @@ def _values_of(channels: Mapping[str, Any], versions: Mapping[str, Any] | None) 
         for name, channel in channels.items()
         if (versions is None or name in versions) and channel.is_available()
     }
+
+
+_DELTA_VALUES: ContextVar[tuple[str, dict[str, Any]] | None] = ContextVar(
+    "langgraph_otel_delta_values", default=None
+)
+"""(checkpoint id, its delta channels' values) of the checkpoint LangGraph created last in
+this context: the save it then submits (the loop's, in a copy of this context) or makes
+(`update_state`) reads them (`delta_values`)."""
+
+
+def delta_values(checkpoint_id: str) -> Mapping[str, Any] | None:
+    """The values of the delta channels of checkpoint `checkpoint_id`, as LangGraph held them
+    when it created it (None: its graph has no delta channel, or it was not created in this
+    context)."""
+    noted = _DELTA_VALUES.get()
+    if noted is None or noted[0] != checkpoint_id:
+        return None
+    return noted[1]
+
+
+def forget_delta_values() -> None:
+    """Drop the delta values noted in this context (a run ended: hold nothing of its state)."""
+    if _DELTA_VALUES.get() is not None:
+        _DELTA_VALUES.set(None)
+
+
+def _wrap_checkpoint_creation() -> None:
+    """Note the delta channels' values of each checkpoint as LangGraph creates it, in the
+    thread that creates it (a delta channel stores no value between its snapshots)."""
+    try:
+        from langgraph.pregel import _loop, main
+    except ImportError:
+        _missing("checkpoint creation (the values of delta channels)")
+        return
+    for module in (_loop, main):
+        original = getattr(module, "create_checkpoint", None)
+        if original is None:
+            _missing("checkpoint creation (the values of delta channels)")
+            continue
+        _patch(module, "create_checkpoint", _noting_creation(original), original)
+
+
+def _noting_creation(original: Callable[..., Any]) -> Callable[..., Any]:
+    def create_checkpoint(checkpoint: Any, channels: Any, step: Any, **kwargs: Any) -> Any:
+        created = original(checkpoint, channels, step, **kwargs)
+        if channels:
+            try:
+                delta = _delta_channels_of(channels)
+                if delta:
+                    versions = created.get("channel_versions") or {}
+                    _DELTA_VALUES.set((str(created["id"]), _values_of(delta, versions)))
+            except Exception:
+                _missing("created checkpoints (the values of delta channels)")
+        return created
+
+    return create_checkpoint
 
 
 def delta_snapshot_value(value: Any) -> Any:
@@ -354,6 +362,7 @@ def install() -> None:
             _wrap_loop_entries()
             _wrap_async_tasks()
             _wrap_update_writers()
+            _wrap_checkpoint_creation()
 
 
 def _wrap_loop_entries() -> None:

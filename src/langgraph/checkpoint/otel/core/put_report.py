@@ -13,7 +13,11 @@ from opentelemetry.util.types import AttributeValue
 
 from langgraph.checkpoint.otel import names
 from langgraph.checkpoint.otel._langgraph.formats import DELTA_COUNTERS_KEY, node_of_task
-from langgraph.checkpoint.otel._langgraph.loop import delta_snapshot_value, update_node
+from langgraph.checkpoint.otel._langgraph.loop import (
+    delta_snapshot_value,
+    delta_values,
+    update_node,
+)
 from langgraph.checkpoint.otel.analysis.divergence import Finding
 from langgraph.checkpoint.otel.analysis.hashing import StateDigest, StateHasher
 from langgraph.checkpoint.otel.analysis.records import (
@@ -179,11 +183,10 @@ class PutReporter:
         """The checkpoint's channel values as the graph sees them, and its delta channels.
 
         A `DeltaChannel` stores no value between snapshots (its updates are kept as writes):
-        its value is the one the loop held when it saved this checkpoint; a stored snapshot
-        holds the same value."""
+        its value is the one LangGraph held when it created this checkpoint; a stored
+        snapshot holds the same value."""
         values = checkpoint.get("channel_values") or {}
-        loop = self._runs.loop_of(scope)
-        held = loop.delta_values(str(checkpoint.get("id", ""))) if loop is not None else None
+        held = delta_values(str(checkpoint.get("id", "")))
         counters = metadata.get(DELTA_COUNTERS_KEY)
         if not held and not counters:
             return values, frozenset()
