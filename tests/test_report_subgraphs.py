@@ -272,3 +272,74 @@ def test_a_deep_agents_sub_agent_is_named_by_its_agent_not_by_the_tools_node(
     assert (run.node, run.agent) == ("tools", "refunds")
     assert run.title == "refunds (subgraph of deep_support, run by tools)"
     assert report.timeline.graph_name == multi_agent_thread.DEEP_NAME  # from its root checkpoints
+
+
+LONG = "x" * 40
+
+
+def _extreme_report(real: Report) -> Report:
+    """`real` with every name, id and summary made as long as hostile input can make it: long
+    unbroken node and channel names, a long namespace, a 3,000-character diff summary, side
+    effects started in several traces, a resume in a subgraph."""
+    from langgraph.checkpoint.otel.analysis.divergence import Finding
+
+    rows = [
+        r.model_copy(
+            update={
+                "nodes": [f"{n}_{LONG}" for n in r.nodes],
+                "changed_channels": [f"{c}:{LONG}" for c in r.changed_channels],
+                "namespace": f"{r.namespace}|{LONG}:{LONG}" if r.namespace else "",
+            }
+        )
+        for r in real.timeline.checkpoints
+    ]
+    diffs = [
+        d.model_copy(
+            update={
+                "changes": [
+                    c.model_copy(update={"name": f"{c.name}_{LONG}", "summary": "y" * 3000})
+                    for c in d.changes
+                ]
+            }
+        )
+        for d in real.diffs
+    ]
+    finding = Finding(
+        kind="duplicate_tool_call",
+        step=3,
+        checkpoint_id=rows[-1].checkpoint_id,
+        reference_checkpoint_id=rows[0].checkpoint_id,
+        node=f"node_{LONG}",
+        channel=f"channel_{LONG}",
+        expected="e" * 200,
+        actual="a" * 200,
+        traces=("0" * 32, "f" * 32, "1" * 32),
+    )
+    resumes = [
+        r.model_copy(update={"namespace": f"refund_agent:{LONG}|inner:{LONG}"})
+        for r in real.resumes.resumes
+    ]
+    return real.model_copy(
+        update={
+            "timeline": real.timeline.model_copy(update={"checkpoints": rows}),
+            "diffs": diffs,
+            "divergences": real.divergences.model_copy(
+                update={"findings": [*real.divergences.findings, finding]}
+            ),
+            "resumes": real.resumes.model_copy(update={"resumes": resumes}),
+        }
+    )
+
+
+def test_even_extreme_names_and_summaries_fit_a_1280_px_window(
+    browser: str, report: Report, tmp_path: Path
+) -> None:
+    page = write_report(_extreme_report(report), tmp_path / "extreme.html")
+    measured = tmp_path / "measured.html"
+    measured.write_text(page.read_text().replace("</body>", MEASURE + "</body>"))
+    dumped = chromium(browser, measured.as_uri(), "--dump-dom")
+    assert dumped.console == []
+    [html] = [e for e in parse(dumped.stdout).elements if e.tag == "html"]
+    for key in ("data-page", "data-table", "data-diff"):
+        scroll, client = _widths(html.attrs, key)
+        assert scroll <= client, (key, scroll, client)

@@ -33,6 +33,9 @@ _CHAR_WIDTH: Final[float] = 6.2
 _TOP: Final[int] = 40
 _LEFT: Final[int] = 70
 
+SUMMARY_LIMIT: Final[int] = 400
+"""Characters of a diff summary shown in the diff box (the whole summary is its tooltip)."""
+
 #: Size chart geometry.
 CHART_WIDTH: Final[int] = 760
 CHART_HEIGHT: Final[int] = 240
@@ -504,6 +507,7 @@ def render_report(report: Report) -> str:
             namespace, report.timeline.graph_name, agent
         ),
         subgraph_node=subgraph_node,
+        summary_limit=SUMMARY_LIMIT,
         human_bytes=human_bytes,
         signed_bytes=signed_bytes,
         format_time=format_time,
