@@ -255,7 +255,9 @@ class PutReporter:
             # consumed: the writes on the parent are applied by this put
             writers = state.writers.pop(str(parent_id), set())
             resumed_from, state.resumed_from = state.resumed_from, None
-        if source == "fork":
+        if source == "fork" or not checkpoint.get("channel_versions"):
+            # a fork copy applies no writes, nor does an empty checkpoint (the anchor LangGraph
+            # stores delta writes on under durability `exit`, before the run's checkpoint)
             return [], resumed_from
         nodes = set(writers)
         loop = self._runs.loop_of(scope)
