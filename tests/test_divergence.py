@@ -470,3 +470,17 @@ def test_forks_of_a_deterministic_agent_give_no_finding_and_events_name_the_node
     other.compile(checkpointer=saver).invoke(None, fork_point.config)
     [event] = divergence_events(otel)
     assert (event[names.DIVERGENCE_KIND], event[names.DIVERGENCE_NODE]) == ("trajectory", "agent")
+
+
+def test_a_repeatable_tool_may_be_named_by_a_pattern() -> None:
+    policy = DivergencePolicy(repeatable_tools=frozenset({"transfer_to_*", "lookup"}))
+    assert policy.is_repeatable("transfer_to_refunds")
+    assert policy.is_repeatable("lookup")
+    assert not policy.is_repeatable("issue_refund")
+    assert not policy.is_repeatable("transfer_back_to_supervisor")
+    handoff = ToolCall("transfer_to_refunds", "transfer_to_refunds:eee")
+    refund = ToolCall("issue_refund", "issue_refund:fff")
+    reference = [rec("c1", results=(handoff, refund))]
+    again = [rec("d1", results=(handoff, refund))]
+    findings = compare_branches(reference, again, policy=policy)
+    assert [f.actual for f in findings] == ["issue_refund"]

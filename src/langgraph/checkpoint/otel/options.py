@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import difflib
+import fnmatch
 import logging
 import os
 import threading
@@ -90,10 +91,21 @@ class DivergencePolicy(BaseModel):
     compare_tool_args: bool = True
     """Whether the same tool called with other arguments is a trajectory departure."""
     repeatable_tools: frozenset[str] = frozenset()
-    """Tools safe to run again with the same arguments (read-only lookups): never reported as
-    `duplicate_tool_call`."""
+    """Tools safe to run again with the same arguments (read-only lookups, a multi-agent
+    harness's handoffs): never reported as `duplicate_tool_call`. A name may be a shell-style
+    pattern (``transfer_to_*``)."""
     window: int = Field(default=50, ge=1, le=10_000)
     """At most this many checkpoints after the fork point are compared."""
+
+    def is_repeatable(self, tool: str) -> bool:
+        """Whether `tool` is declared safe to run again (by name or pattern)."""
+        if tool in self.repeatable_tools:
+            return True
+        return any(
+            fnmatch.fnmatchcase(tool, pattern)
+            for pattern in self.repeatable_tools
+            if any(c in pattern for c in "*?[")
+        )
 
 
 class InstrumentOptions(BaseModel):

@@ -152,7 +152,7 @@ class BranchComparison:
                 actual=call.name,
             )
             for call in record.tool_results
-            if call.name not in self.policy.repeatable_tools
+            if not self.policy.is_repeatable(call.name)
             and (call.key in done or _answered_in(self.reference, call.key))
         ]
 
@@ -316,6 +316,6 @@ def _resumed_run_duplicates(
                 actual=call.name,
             )
             for call in record.tool_results
-            if call.key in answered_before and call.name not in policy.repeatable_tools
+            if call.key in answered_before and not policy.is_repeatable(call.name)
         ]
     return findings

@@ -78,7 +78,8 @@ RepeatableOption = Annotated[
     list[str] | None,
     typer.Option(
         "--repeatable",
-        help="A tool that is safe to run again (never a duplicate_tool_call); repeatable.",
+        help="A tool that is safe to run again (never a duplicate_tool_call), by name or "
+        "shell-style pattern ('transfer_to_*'); repeatable.",
     ),
 ]
 

@@ -37,7 +37,7 @@ def side_effect_findings(spans: Iterable[SpanRecord], policy: DivergencePolicy) 
             continue
         first, *_, last = first_by_trace.values()
         tool = str(last.attributes.get(names.TOOL_NAME, ""))
-        if tool in policy.repeatable_tools:
+        if policy.is_repeatable(tool):
             continue
         findings.append(
             Finding(
