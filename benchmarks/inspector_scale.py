@@ -6,11 +6,14 @@ through the instrumented saver, 7 to 11 checkpoints a thread, rows copied with S
 files are cached under `.bench/inspector-scale/` (the 100,000-thread one is ~4.5 GB, made once
 in about a minute). Each command runs in its own process, through the console script's
 `main`: wall time (interpreter start and imports included; `schema` alone is printed as the
-startup cost), and the process's own peak RSS (VmHWM at exit). Median wall time and the
-largest RSS over the repeats.
+startup cost), its CPU time, and the process's own peak RSS (VmHWM at exit). The commands run
+in rounds, the order rotating every round (5 rounds, 1 with `--quick`); median wall and CPU
+times and the largest RSS over the rounds.
 
 Targets: the first page of `threads` under 2 s and 150 MB at 100,000 threads (SQLite and, at
-10,000, PostgreSQL); `timeline` of one thread at 100,000 threads within 1.25x its time at 10,000.
+10,000, PostgreSQL), in wall time as a user waits; `timeline` of one thread at 100,000 threads
+within 1.25x its CPU time at 10,000 (CPU time: the machine may be shared, and wall times of
+one-second commands then vary by more than that).
 
     .venv/bin/python benchmarks/inspector_scale.py [--quick]
 """
@@ -46,7 +49,7 @@ POSTGRES_SIZE = 10_000
 FIRST_PAGE_S = 2.0
 FIRST_PAGE_MB = 150.0
 TIMELINE_RATIO = 1.25
-REPEATS = {"full": 3, "quick": 1}
+REPEATS = {"full": 5, "quick": 1}
 CACHE = ROOT / ".bench" / "inspector-scale"
 TIMELINE_THREAD = "t-000003"
 """A copy of the replayed template (11 checkpoints, a fork, two findings): in every size."""
@@ -75,16 +78,18 @@ def sqlite_db(threads: int) -> tuple[Path, float | None]:
 
 
 PROBE = """
-import json, sys
+import json, resource, sys
 from langgraph.checkpoint.otel.tools.inspector.cli import main
 code = main(sys.argv[1:])
 peak = next(line for line in open("/proc/self/status") if line.startswith("VmHWM:"))
-print("PEAK " + json.dumps(int(peak.split()[1])), file=sys.stderr)
+cpu = resource.getrusage(resource.RUSAGE_SELF)
+print("PEAK " + json.dumps([int(peak.split()[1]), cpu.ru_utime + cpu.ru_stime]), file=sys.stderr)
 sys.exit(code)
 """
-"""`langgraph-otel ARGS` (the console script's `main`) reporting its peak RSS at exit: the
-VmHWM of its own address space. (`wait4`'s ru_maxrss would not do: Linux folds the parent's
-peak into a child's at exec, so every child would report this process's size.)"""
+"""`langgraph-otel ARGS` (the console script's `main`) reporting at exit its peak RSS, the
+VmHWM of its own address space, and its CPU time (user + system). (`wait4`'s ru_maxrss would
+not do: Linux folds the parent's peak into a child's at exec, so every child would report this
+process's size.)"""
 
 
 def run_once(args: list[str]) -> dict[str, Any]:
@@ -100,20 +105,21 @@ def run_once(args: list[str]) -> dict[str, Any]:
     )
     wall = time.perf_counter() - started
     lines = proc.stderr.strip().splitlines()
-    peaks = [int(json.loads(x.removeprefix("PEAK "))) for x in lines if x.startswith("PEAK ")]
+    peaks = [json.loads(x.removeprefix("PEAK ")) for x in lines if x.startswith("PEAK ")]
     errors = [x for x in lines if not x.startswith("PEAK ")][-1:]
     return {
         "wall_s": wall,
-        "peak_rss_mb": peaks[0] / 1024 if peaks else float("nan"),  # VmHWM is in kB
+        "cpu_s": peaks[0][1] if peaks else float("nan"),
+        "peak_rss_mb": peaks[0][0] / 1024 if peaks else float("nan"),  # VmHWM is in kB
         "exit": proc.returncode,
         "stderr": errors if proc.returncode else [],
     }
 
 
-def measure(args: list[str], repeats: int) -> dict[str, Any]:
-    runs = [run_once(args) for _ in range(repeats)]
+def summarize(runs: list[dict[str, Any]]) -> dict[str, Any]:
     return {
         "wall_s": statistics.median(r["wall_s"] for r in runs),
+        "cpu_s": statistics.median(r["cpu_s"] for r in runs),
         "peak_rss_mb": max(r["peak_rss_mb"] for r in runs),
         "exit": max(r["exit"] for r in runs),
         "errors": [line for r in runs for line in r["stderr"]],
@@ -121,11 +127,21 @@ def measure(args: list[str], repeats: int) -> dict[str, Any]:
     }
 
 
-def commands(source: str, repeats: int) -> dict[str, Any]:
-    return {
-        "threads": measure(["threads", source], repeats),
-        "timeline": measure(["timeline", TIMELINE_THREAD, source], repeats),
-    }
+def interleaved(jobs: dict[str, list[str]], repeats: int) -> dict[str, dict[str, Any]]:
+    """Each job `repeats` times, one round after another, the order rotating every round (so
+    slow drift and other load on the machine hit every job alike)."""
+    runs: dict[str, list[dict[str, Any]]] = {name: [] for name in jobs}
+    names = list(jobs)
+    for r in range(repeats):
+        k = r % len(names)
+        for name in names[k:] + names[:k]:
+            runs[name].append(run_once(jobs[name]))
+    return {name: summarize(found) for name, found in runs.items()}
+
+
+def commands(source: str) -> dict[str, list[str]]:
+    """The two commands measured on one source."""
+    return {"threads": ["threads", source], "timeline": ["timeline", TIMELINE_THREAD, source]}
 
 
 def sqlite_plan(path: Path) -> str:
@@ -163,7 +179,7 @@ def postgres_cell(repeats: int) -> dict[str, Any]:
                 "threads_in_db": POSTGRES_SIZE + len(scale_db.TEMPLATES),
                 "load_s": loaded,
                 "plan": postgres_plan(url),
-                **commands(url, repeats),
+                **interleaved(commands(url), repeats),
             }
     except (helpers.PostgresUnavailable, RuntimeError, OSError) as exc:
         return {"unavailable": f"{type(exc).__name__}: {str(exc).splitlines()[0]}"}
@@ -173,16 +189,21 @@ def bench_inspector_scale(label: str) -> dict[str, Any]:
     """Every cell; `label` is "full" or "quick". JSON-serializable."""
     repeats = REPEATS[label]
     result: dict[str, Any] = {"repeats": repeats, "sqlite": {}, "postgres": None}
-    result["startup"] = measure(["schema", "threads"], repeats)  # interpreter + imports only
-    for threads in SQLITE_SIZES:
-        path, made_s = sqlite_db(threads)
-        log(f"[scale] SQLite {threads:,} threads: threads, timeline ...")
+    files = {threads: sqlite_db(threads) for threads in SQLITE_SIZES}
+    jobs = {"startup": ["schema", "threads"]}  # the interpreter and the imports alone
+    for threads, (path, _) in files.items():
+        for command, args in commands(f"sqlite:///{path}").items():
+            jobs[f"{threads}/{command}"] = args
+    log(f"[scale] SQLite {', '.join(f'{n:,}' for n in files)} threads: threads, timeline ...")
+    measured = interleaved(jobs, repeats)
+    result["startup"] = measured["startup"]
+    for threads, (path, made_s) in files.items():
         result["sqlite"][str(threads)] = {
             "threads_in_db": threads + len(scale_db.TEMPLATES),
             "file_mb": path.stat().st_size / 1e6,
             "made_s": made_s,
             "plan": sqlite_plan(path),
-            **commands(f"sqlite:///{path}", repeats),
+            **{command: measured[f"{threads}/{command}"] for command in ("threads", "timeline")},
         }
     result["postgres"] = postgres_cell(repeats)
     return result
@@ -214,8 +235,8 @@ def targets(result: dict[str, Any]) -> list[tuple[str, float | None, float]]:
     ok = small and large and small["timeline"]["exit"] == large["timeline"]["exit"] == 0
     out.append(
         (
-            "inspector: `timeline` of one thread, SQLite 100,000 / 10,000 threads (time ratio)",
-            large["timeline"]["wall_s"] / small["timeline"]["wall_s"] if ok else None,
+            "inspector: `timeline` of one thread, SQLite 100,000 / 10,000 threads (CPU time ratio)",
+            large["timeline"]["cpu_s"] / small["timeline"]["cpu_s"] if ok else None,
             TIMELINE_RATIO,
         )
     )
@@ -225,11 +246,12 @@ def targets(result: dict[str, Any]) -> list[tuple[str, float | None, float]]:
 def report_lines(result: dict[str, Any]) -> list[str]:
     start = result["startup"]
     lines = [
-        "inspector on many threads: each command its own process (median wall of "
-        f"{result['repeats']}, and beyond startup; peak RSS); startup alone (`schema`) "
-        f"{start['wall_s']:.2f} s, {start['peak_rss_mb']:.0f} MB",
-        f"  {'source':16} {'threads':>8}   {'threads (1st page of 50)':>30}   "
-        f"{'timeline (1 thread)':>30}",
+        "inspector on many threads: each command its own process; median of "
+        f"{result['repeats']} rounds: wall (and beyond startup), CPU; peak RSS. Startup alone "
+        f"(`schema`): {start['wall_s']:.2f} s wall, {start['cpu_s']:.2f} s CPU, "
+        f"{start['peak_rss_mb']:.0f} MB",
+        f"  {'source':16} {'threads':>8}   {'threads (1st page of 50)':>36}   "
+        f"{'timeline (1 thread)':>36}",
     ]
     rows = [(f"SQLite {c['file_mb'] / 1e3:.1f} GB", c) for c in result["sqlite"].values()]
     pg = result["postgres"] or {}
@@ -242,12 +264,12 @@ def report_lines(result: dict[str, Any]) -> list[str]:
         for command in ("threads", "timeline"):
             m = cell[command]
             shown.append(
-                f"{m['wall_s']:6.2f} s (+{m['wall_s'] - start['wall_s']:5.2f} s) "
-                f"{m['peak_rss_mb']:5.0f} MB"
+                f"{m['wall_s']:5.2f} s (+{m['wall_s'] - start['wall_s']:4.2f}) "
+                f"cpu {m['cpu_s']:4.2f} s {m['peak_rss_mb']:4.0f} MB"
             )
         errors = cell["threads"]["errors"] + cell["timeline"]["errors"]
         lines.append(
-            f"  {name:16} {cell['threads_in_db']:8,d}   {shown[0]:>30}   {shown[1]:>30}"
+            f"  {name:16} {cell['threads_in_db']:8,d}   {shown[0]:>36}   {shown[1]:>36}"
             + (f"  (failed: {'; '.join(errors)})" if errors else "")
         )
     for name, cell in rows:
