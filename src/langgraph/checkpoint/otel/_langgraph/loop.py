@@ -9,7 +9,10 @@ layer, a thread that copies the context), the first such load is the run's (`ent
 
 `install()` also wraps LangGraph's async task runner, so the code of an async run's node tasks
 can run under the run's trace (`set_task_scope`); sync runs need no such help (their trace is
-current in the thread that enters the loop, and LangGraph's worker threads copy it).
+current in the thread that enters the loop, and LangGraph's worker threads copy it). And it
+wraps `create_checkpoint`, so the values of a graph's delta channels, which a checkpoint stores
+only at snapshots, are known to the save of each checkpoint (`delta_values`), and, once a loop
+has entered, the values it rebuilt them to from the loaded checkpoint (`LoopRun.after_entry`).
 
 When an internal is missing (another LangGraph release), the signal it gives is logged once as
 missing and the wrapper goes on reporting what it knows (puts, loads).
