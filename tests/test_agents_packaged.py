@@ -392,49 +392,76 @@ async def test_an_app_span_is_the_root_of_every_packaged_agent_span(
             (app,) = [view(s) for s in run.raw if s.name == "agent-app"]
             check_one_trace(run, driver.graph.name, app_span=app)
         await check_nodes(driver, runs)
+        spans = [s for run in runs for s in run.spans]
+        check_online_is_offline(spans, await driver.stored(agents.thread("t-app")), shape)
+        assert online(spans) == [], online(spans)
 
 
-INTERRUPTED = (
-    Step(ask(), "interrupted"),  # `issue_refund`, inside a sub-agent, asks a human first
-    Step(lambda: Command(resume="yes"), "finished", "interrupt"),
-    Step(ask("Thanks!"), "finished", "continue"),
-)
+@dataclass(frozen=True)
+class Interrupting:
+    shape: str
+    effects: dict[str, Any]
+    """`pa.Effects` options (``approval``: `issue_refund` calls ``interrupt()`` first)."""
+    build: dict[str, Any]
+    """Builder options (deepagents' own ``interrupt_on``)."""
+    answer: Any
+    """The human's answer: ``Command(resume=answer)``."""
+    place: str | None
+    """The root node of the sub-agent that stopped (None: the root agent stopped)."""
+
+
+INTERRUPTING = {
+    "deep-subagent-tool": Interrupting("deep", {"approval": True}, {}, "yes", "tools"),
+    "deep-interrupt_on": Interrupting(
+        "deep", {}, {"interrupt_on": {"notify": True}}, {"decisions": [{"type": "approve"}]}, None
+    ),
+    "supervisor-worker-tool": Interrupting("supervisor", {"approval": True}, {}, "yes", "refunds"),
+    "swarm-agent-tool": Interrupting("swarm", {"approval": True}, {}, "yes", "bob"),
+}
 
 
 @pytest.mark.parametrize(
     ("saver_kind", "durability"), [("sqlite", "sync"), ("async_sqlite", "async")]
 )
-@pytest.mark.parametrize("shape", SHAPES)
-async def test_an_interrupt_inside_a_sub_agent_resumes_as_interrupt(
-    shape: str,
+@pytest.mark.parametrize("case", list(INTERRUPTING))
+async def test_an_interrupt_resumes_as_interrupt(
+    case: str,
     saver_kind: str,
     durability: str,
     otel: OTel,
     tmp_path: Path,
     request: pytest.FixtureRequest,
 ) -> None:
-    """`interrupt()` in the sub-agent's `issue_refund` stops the whole run; the human's answer
-    (``Command(resume="yes")``) resumes it as `interrupt`, the sub-agent's resume linked to
-    the sub-agent's own checkpoint writer; nodes and metadata as in the per-run checks, and
-    no finding online or offline (the refund ran once)."""
+    """`interrupt()` in a sub-agent's `issue_refund` (or deepagents' own ``interrupt_on`` for
+    the main agent's `notify`) stops the whole run; the human's answer resumes it as
+    `interrupt`, a stopped sub-agent's resume linked to its own checkpoint writer; nodes and
+    metadata as in the per-run checks, and no finding online or offline (each side effect
+    ran once)."""
+    spec = INTERRUPTING[case]
+    steps = (
+        Step(ask(), "interrupted"),
+        Step(lambda: Command(resume=spec.answer), "finished", "interrupt"),
+        Step(ask("Thanks!"), "finished", "continue"),
+    )
     async with saver_of(saver_kind, tmp_path, request) as inner:
         is_async = saver_kind in ASYNC_KINDS
         saver = instrumented(inner, otel, divergence=POLICY)
-        effects = pa.Effects(approval=True)
-        driver = Driver(build(shape, saver, effects), saver, is_async)
-        runs = await play(driver, otel, "t-wrapped", INTERRUPTED, durability)
+        effects = pa.Effects(**spec.effects)
+        driver = Driver(build(spec.shape, saver, effects, **spec.build), saver, is_async)
+        runs = await play(driver, otel, "t-wrapped", steps, durability)
         spans = check_runs(runs, driver.graph.name)
         await check_nodes(driver, runs)
-        resumed = [s for s in named(runs[1].spans, names.SPAN_RESUME) if s.ns != ""]
-        assert {_place(s.ns) for s in resumed} == {REFUND_PLACE[shape]}, (
-            f"the resume of the interrupted sub-agent: resume spans in {[s.ns for s in resumed]}"
+        resumed = {_place(s.ns) for s in named(runs[1].spans, names.SPAN_RESUME) if s.ns != ""}
+        assert resumed == ({spec.place} if spec.place else set()), (
+            f"resume spans of sub-agents at {sorted(resumed)}; the run stopped in "
+            f"{spec.place or 'the root agent'}"
         )
-        bare = Driver(build(shape, inner, pa.Effects(approval=True)), inner, is_async)
-        await play(bare, None, "t-bare", INTERRUPTED, durability)
+        bare_driver = build(spec.shape, inner, pa.Effects(**spec.effects), **spec.build)
+        bare = Driver(bare_driver, inner, is_async)
+        await play(bare, None, "t-bare", steps, durability)
         stored = await check_metadata(driver, bare, "t-wrapped", "t-bare")
-        assert effects.ledger == [("issue_refund", pa.ORDER), *effects.ledger[1:]]
-        assert not repeated_side_effects(effects.ledger)
-        check_online_is_offline(spans, stored, f"{shape} interrupted")
+        assert sorted(effects.ledger) == sorted(set(effects.ledger)) and effects.ledger
+        check_online_is_offline(spans, stored, f"{case} interrupted")
         assert online(spans) == [], online(spans)
 
 
@@ -499,24 +526,26 @@ async def test_forks_from_every_checkpoint_find_only_the_side_effects_done_again
     tmp_path: Path,
     request: pytest.FixtureRequest,
 ) -> None:
-    """A finished thread forked from every root checkpoint but its last: every fork resumes
-    as `fork` (linked to its writer), and its only findings are `duplicate_tool_call`s of the
-    side-effecting tools the ledger shows it did again (in the root agent or inside a
-    sub-agent, which a fork re-runs under a new namespace), online and offline alike."""
+    """A finished thread (a run, then a new turn) forked from every root checkpoint but its
+    last, then twice from one checkpoint, then from a checkpoint of a fork: every fork
+    resumes as `fork` (linked to its writer), and its only findings are
+    `duplicate_tool_call`s of the side-effecting tools the ledger shows it did again (in the
+    root agent or inside a sub-agent, which a fork re-runs under a new namespace), online
+    and offline alike."""
     async with saver_of(saver_kind, tmp_path, request) as inner:
         saver = instrumented(inner, otel, divergence=POLICY)
         effects = pa.Effects()
         is_async = saver_kind in ASYNC_KINDS
         driver = Driver(build(shape, saver, effects), saver, is_async)
-        runs = await play(driver, otel, "t-fork", (Step(ask()),), durability)
+        runs = await play(driver, otel, "t-fork", CLEAN, durability)
         history = await driver.history(agents.thread("t-fork"))
-        points = [
-            (s.metadata["step"], s.config["configurable"]["checkpoint_id"]) for s in history[1:]
-        ]
-        assert len(points) >= 4, points
+        original = [s.config["configurable"]["checkpoint_id"] for s in history[1:]]
+        steps = {s.config["configurable"]["checkpoint_id"]: s.metadata["step"] for s in history}
+        assert len(original) >= 6, original
         wrong: list[str] = []
         done_again: set[str] = set()
-        for step, checkpoint_id in points:
+
+        async def fork_from(label: str, checkpoint_id: str) -> None:
             before = list(effects.ledger)
             earlier = [s for r in runs for s in r.spans]
             fork = {"checkpoint_id": checkpoint_id}
@@ -536,16 +565,35 @@ async def test_forks_from_every_checkpoint_find_only_the_side_effects_done_again
                 for name, arg in effects.ledger[len(before) :]
                 if name in pa.SIDE_EFFECTS and (name, arg) in before
             }
-            done_again |= again
+            done_again.update(again)
             findings = online(run.spans)
             duplicates = {f[2] for f in findings if f[0] == "duplicate_tool_call"}
             others = [f for f in findings if f[0] != "duplicate_tool_call"]
             if duplicates != again or others:
                 wrong.append(
-                    f"fork from step {step}: the ledger shows {sorted(again) or 'nothing'} done "
-                    f"again; online duplicate_tool_call {sorted(duplicates) or 'none'}, other "
-                    f"findings {others or 'none'}"
+                    f"{label}: the ledger shows {sorted(again) or 'nothing'} done again; "
+                    f"online duplicate_tool_call {sorted(duplicates) or 'none'}, other findings "
+                    f"{others or 'none'}"
                 )
+
+        for checkpoint_id in original:
+            await fork_from(f"fork from step {steps[checkpoint_id]}", checkpoint_id)
+        second = original[len(original) * 3 // 4]  # in the first turn, before its side effects
+        await fork_from(f"second fork from step {steps[second]}", second)
+        _latest, *older = await driver.history(agents.thread("t-fork"))
+        on_forks = [
+            s
+            for s in older
+            if s.config["configurable"]["checkpoint_id"] not in original
+            and s.next
+            and s.metadata.get("source") != "fork"
+        ]
+        assert on_forks, "fork branches store checkpoints with work left"
+        deepest = min(on_forks, key=lambda s: s.metadata["step"])
+        await fork_from(
+            f"fork of a fork from step {deepest.metadata['step']}",
+            deepest.config["configurable"]["checkpoint_id"],
+        )
         assert done_again, "some fork re-ran a side effect"
         stored = await driver.stored(agents.thread("t-fork"))
         found = offline(stored)
