@@ -11,6 +11,7 @@ import importlib
 import json
 import os
 import sqlite3
+import subprocess
 import sys
 import time
 import tracemalloc
@@ -25,6 +26,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.checkpoint.postgres import PostgresSaver
 from langgraph.checkpoint.sqlite import SqliteSaver
 from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from psycopg import Connection
 from psycopg.rows import dict_row
 
@@ -32,13 +34,14 @@ import graphs
 import scale_db
 from langgraph.checkpoint.otel import instrument
 from langgraph.checkpoint.otel.tools.inspector import views
-from langgraph.checkpoint.otel.tools.inspector.cli import main
+from langgraph.checkpoint.otel.tools.inspector.cli import looks_like_source, main
 from langgraph.checkpoint.otel.tools.inspector.sources import Sources, open_sources
 from langgraph.checkpoint.otel.tools.inspector.thread_list import (
     ThreadQuery,
     parse_since,
     thread_sql,
 )
+from langgraph.checkpoint.otel.tools.otlp_json import OtlpJsonSpanExporter
 
 BEFORE = ["job-1", "user-a-1", "user-b-1"]
 """Written first, oldest first."""
@@ -56,9 +59,9 @@ class Written:
     """A time between the `BEFORE` and the `AFTER` threads."""
 
 
-def write_threads(saver: Any) -> datetime:
+def write_threads(saver: Any, provider: TracerProvider | None = None) -> datetime:
     """The threads of this module through the instrumented `saver`; returns the mark."""
-    wrapped = instrument(saver, tracer_provider=TracerProvider())
+    wrapped = instrument(saver, tracer_provider=provider or TracerProvider())
     graph = graphs.linear().compile(checkpointer=wrapped)
     for thread_id in BEFORE:
         graph.invoke(graphs.user_input(), {"configurable": {"thread_id": thread_id}})
@@ -78,6 +81,19 @@ def sqlite_written(tmp_path_factory: pytest.TempPathFactory) -> Written:
     mark = write_threads(SqliteSaver(conn))
     conn.close()
     return Written(f"sqlite:///{path}", mark)
+
+
+@pytest.fixture(scope="module")
+def with_spans(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, Path]:
+    """(saver URL, span file) of one writing of this module's threads."""
+    root = tmp_path_factory.mktemp("scale-spans")
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(OtlpJsonSpanExporter(str(root / "s.jsonl"))))
+    conn = sqlite3.connect(root / "db.sqlite", check_same_thread=False)
+    write_threads(SqliteSaver(conn), provider)
+    conn.close()
+    provider.shutdown()
+    return f"sqlite:///{root / 'db.sqlite'}", root / "s.jsonl"
 
 
 @pytest.fixture
@@ -206,6 +222,19 @@ def test_diff_tells_checkpoints_from_sources(
     assert len(view["diffs"]) == len(line["checkpoints"])
 
 
+def test_a_diff_argument_is_a_source_when_it_looks_like_one(tmp_path: Path) -> None:
+    (tmp_path / "spans.jsonl").write_text("")
+    sources = [
+        "sqlite:///x.db",
+        "postgresql://u@h/db",
+        str(tmp_path),
+        str(tmp_path / "spans.jsonl"),
+    ]
+    assert all(looks_like_source(a) for a in [*sources, "my_app.savers:production"])
+    checkpoints = ["1f0cf3a2-9c1b-6e34-8001-5a1b2c3d4e5f", "5a1b2c3d", "8001-5a1b", "no/such.db"]
+    assert not any(looks_like_source(a) for a in checkpoints)
+
+
 def test_diff_with_a_third_checkpoint_is_bad_input(
     capsys: pytest.CaptureFixture[str], sqlite_written: Written
 ) -> None:
@@ -225,8 +254,6 @@ def test_the_environment_source_is_read_when_no_source_is_given(
 
 
 def test_the_console_script_takes_the_source_as_an_argument(sqlite_written: Written) -> None:
-    import subprocess
-
     script = Path(sys.executable).with_name("langgraph-otel")
     result = subprocess.run(
         [str(script), "threads", sqlite_written.url, "--limit", "2"],
@@ -255,6 +282,34 @@ def test_offset_gives_the_next_page(
 ) -> None:
     page = thread_ids(capsys, sqlite_written.url, "--limit", "3", "--offset", "3")
     assert page == NEWEST_FIRST[3:6]
+
+
+def test_the_table_names_the_offset_of_the_next_page(
+    capsys: pytest.CaptureFixture[str], sqlite_written: Written
+) -> None:
+    assert main(["threads", sqlite_written.url, "-n", "2", "--offset", "1"]) == 0
+    assert "more threads match: --offset 3 shows the next page" in capsys.readouterr().out
+    assert main(["threads", sqlite_written.url]) == 0
+    assert "more threads match" not in capsys.readouterr().out
+
+
+def test_span_files_alone_are_paged_newest_first(
+    capsys: pytest.CaptureFixture[str], with_spans: tuple[str, Path]
+) -> None:
+    _, spans = with_spans
+    code, view = run(capsys, "threads", str(spans), "-n", "3")
+    assert code == 0
+    assert [r["thread_id"] for r in view["threads"]] == NEWEST_FIRST[:3]
+    assert (view["more"], view["total"]) == (True, len(NEWEST_FIRST))
+
+
+def test_a_saver_and_span_files_are_paged_together(
+    capsys: pytest.CaptureFixture[str], with_spans: tuple[str, Path]
+) -> None:
+    url, spans = with_spans
+    page = thread_ids(capsys, url, str(spans), "-n", "2", "--offset", "2")
+    assert page == NEWEST_FIRST[2:4]
+    assert thread_ids(capsys, url, str(spans), "--thread-prefix", "job-") == ["job-2", "job-1"]
 
 
 def test_more_says_whether_the_page_was_cut(
