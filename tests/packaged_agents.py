@@ -7,6 +7,8 @@
 - `supervisor_agent`: `langgraph_supervisor.create_supervisor` (graph ``support``) over two
   `create_react_agent` workers: ``researcher`` (read-only `lookup`) and ``refunds``
   (side-effecting `issue_refund`); the supervisor hands off with its ``transfer_to_*`` tools.
+- `supervisor_full_history`: the same with ``output_mode="full_history"`` (the workers'
+  whole histories, tool messages included, written back to the root).
 - `swarm_agent`: `langgraph_swarm.create_swarm` (graph ``swarm_support``) of two
   `create_react_agent` agents: ``alice`` (read-only `lookup`, a handoff to bob) and ``bob``
   (side-effecting `issue_refund`, a handoff to alice), ``alice`` active first.
@@ -210,9 +212,12 @@ def supervisor_agent(
     checkpointer: Saver | None,
     scripts: dict[str, Script] | None = None,
     effects: Effects | None = None,
+    output_mode: str = "last_message",
     **kw: Any,
 ) -> Any:
-    """`create_supervisor([researcher, refunds], model=...).compile(checkpointer=...)`."""
+    """`create_supervisor([researcher, refunds], model=...).compile(checkpointer=...)`; with
+    ``output_mode="full_history"`` the workers' whole histories (their tool messages too)
+    are written back to the supervisor's messages, else only their last answers."""
     from langgraph_supervisor import create_supervisor
 
     scripts = scripts or supervisor_scripts()
@@ -233,6 +238,7 @@ def supervisor_agent(
             [researcher, refunds],
             model=agents.ScriptedChatModel(script=scripts["supervisor"], agent="supervisor"),
             prompt="Route refund requests.",
+            output_mode=output_mode,  # type: ignore[arg-type]
         )
     return workflow.compile(checkpointer=checkpointer, **{"name": "support", **kw})
 
@@ -283,14 +289,26 @@ def swarm_agent(
     return workflow.compile(checkpointer=checkpointer, **{"name": "swarm_support", **kw})
 
 
+def supervisor_full_history(
+    checkpointer: Saver | None,
+    scripts: dict[str, Script] | None = None,
+    effects: Effects | None = None,
+    **kw: Any,
+) -> Any:
+    """`supervisor_agent` with ``output_mode="full_history"``."""
+    return supervisor_agent(checkpointer, scripts, effects, output_mode="full_history", **kw)
+
+
 BUILDERS: dict[str, Callable[..., Any]] = {
     "deep": deep_agent,
     "supervisor": supervisor_agent,
+    "supervisor_full": supervisor_full_history,
     "swarm": swarm_agent,
 }
 SCRIPTS: dict[str, Callable[[], dict[str, Script]]] = {
     "deep": deep_scripts,
     "supervisor": supervisor_scripts,
+    "supervisor_full": supervisor_scripts,
     "swarm": swarm_scripts,
 }
 QUESTION = f"Please refund order {ORDER}."

@@ -28,7 +28,8 @@ langgraph-swarm 0.1.0, langgraph 1.2.24):
   its namespace stops at the checkpoint scheduling ``tools``). The workers' tool messages
   (`lookup`, `issue_refund`) live only in their namespaces: with the default
   ``output_mode="last_message"`` the root gets the worker's last answer and the handoff-back
-  messages.
+  messages; with ``output_mode="full_history"`` (shape ``supervisor_full``) the workers' whole
+  histories, tool messages included, are in the root too.
 - langgraph-swarm: root nodes ``alice`` and ``bob`` (subgraphs under ``alice:<task id>`` /
   ``bob:<task id>``) and a root ``active_agent`` channel; the whole history of each agent
   (tool messages included) is also written back to the root ``messages``.
@@ -254,11 +255,17 @@ def build(shape: str, saver: Saver | None, effects: pa.Effects | None = None, **
 SUB_AGENT_PLACES = {
     "deep": {"tools"},
     "supervisor": {"supervisor", "researcher", "refunds"},
+    "supervisor_full": {"supervisor", "researcher", "refunds"},
     "swarm": {"alice", "bob"},
 }
 """The root nodes under whose task namespaces (``<node>:<task id>``) each shape checkpoints
 its sub-agents."""
-REFUND_PLACE = {"deep": "tools", "supervisor": "refunds", "swarm": "bob"}
+REFUND_PLACE = {
+    "deep": "tools",
+    "supervisor": "refunds",
+    "supervisor_full": "refunds",
+    "swarm": "bob",
+}
 """Where `issue_refund` runs."""
 
 
@@ -303,7 +310,8 @@ def test_the_checkpoint_layout_of_the_packaged_agents(shape: str) -> None:
         task_id = ns.split(":", 1)[1]
         snapshot = graph.get_state(agents.thread("t", checkpoint_id=parent))
         assert [task.name for task in snapshot.tasks if task.id == task_id] == [_place(ns)]
-    # issue_refund's tool message: in its sub-agent's namespace; in the root only for the swarm
+    # issue_refund's tool message: in its sub-agent's namespace; in the root only for the
+    # swarm and the full-history supervisor
     latest = graph.get_state(agents.thread("t")).values
     refund_ns = [
         t
@@ -311,7 +319,7 @@ def test_the_checkpoint_layout_of_the_packaged_agents(shape: str) -> None:
         if _place(str(t.config["configurable"]["checkpoint_ns"])) == REFUND_PLACE[shape]
     ]
     assert any("issue_refund" in _tool_names(t.checkpoint["channel_values"]) for t in refund_ns)
-    assert ("issue_refund" in _tool_names(latest)) == (shape == "swarm")
+    assert ("issue_refund" in _tool_names(latest)) == (shape in ("swarm", "supervisor_full"))
     if shape == "deep":
         assert "task" in _tool_names(latest)
 
@@ -359,6 +367,11 @@ async def test_every_run_of_every_packaged_agent(
         runs = await play(driver, otel, "t-wrapped", SCENARIO, durability)
         spans = check_runs(runs, driver.graph.name)
         await check_nodes(driver, await with_exit_stubs(driver, runs))
+        resumed = {_place(s.ns) for s in named(runs[1].spans, names.SPAN_RESUME) if s.ns}
+        assert resumed == {REFUND_PLACE[shape]}, (
+            f"the error resume resumes the sub-agent whose issue_refund failed "
+            f"({REFUND_PLACE[shape]}); sub-agent resume spans at {sorted(resumed)}"
+        )
 
         bare_effects = pa.Effects(failing={"issue_refund"})
         bare = Driver(build(shape, inner, bare_effects), inner, is_async, stream)
