@@ -1,6 +1,8 @@
 """Overhead of langgraph-checkpoint-otel, as ratios against the bare saver of the same run.
 
-    .venv/bin/python benchmarks/run.py            # full run (~3 min on 2 cores)
+    .venv/bin/python benchmarks/run.py            # full run (~3 min on 2 cores, +1 min for
+                                                  # the inspector's; its databases, 5.3 GB
+                                                  # under .bench/, take ~2 min the first time)
     .venv/bin/python benchmarks/run.py --quick    # ~30 s, noisier
 
 Prints a table and a PASS/FAIL summary per target, writes .bench/results.json, and always
