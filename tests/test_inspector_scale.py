@@ -458,6 +458,53 @@ def test_an_in_memory_saver_is_ranked_from_its_storage_keys(
     assert (view.more, view.total) == (True, 5)
 
 
+@pytest.fixture
+def redis_written(redis_url: str) -> Iterator[Written]:
+    from langgraph.checkpoint.redis import RedisSaver
+
+    with RedisSaver.from_conn_string(redis_url) as saver:
+        saver.setup()
+        mark = write_threads(saver)
+    yield Written(redis_url, mark)
+
+
+def test_redis_threads_are_paged_newest_first(
+    capsys: pytest.CaptureFixture[str], redis_written: Written
+) -> None:
+    url = redis_written.url
+    assert thread_ids(capsys, url, "-n", "3") == NEWEST_FIRST[:3]
+    assert thread_ids(capsys, url, "-n", "2", "--offset", "3") == NEWEST_FIRST[3:5]
+    assert thread_ids(capsys, url, "--since", redis_written.mark.isoformat()) == [
+        REPLAY,
+        *reversed(AFTER),
+    ]
+    assert thread_ids(capsys, url, "--thread-prefix", "user-a-") == [
+        "user-a-3",
+        "user-a-2",
+        "user-a-1",
+    ]
+    _, everything = run(capsys, "threads", url, "-n", "0")
+    assert (len(everything["threads"]), everything["more"], everything["total"]) == (7, False, 7)
+
+
+def test_redis_threads_are_found_by_its_index_not_by_listing_every_checkpoint(
+    capsys: pytest.CaptureFixture[str], redis_written: Written, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`RedisSaver.list(None)` returns only its 10,000 newest checkpoints: never used."""
+    from langgraph.checkpoint.redis import RedisSaver
+
+    listed: list[Any] = []
+    real_list = RedisSaver.list
+
+    def counted(self: Any, config: Any, **kw: Any) -> Any:
+        listed.append(None if config is None else config["configurable"]["thread_id"])
+        return real_list(self, config, **kw)
+
+    monkeypatch.setattr(RedisSaver, "list", counted)
+    assert thread_ids(capsys, redis_written.url, "-n", "2") == NEWEST_FIRST[:2]
+    assert sorted(listed) == sorted(NEWEST_FIRST[:2])
+
+
 # --- memory bounded by the page ---------------------------------------------------------------
 
 

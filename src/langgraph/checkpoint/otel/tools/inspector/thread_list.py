@@ -8,15 +8,18 @@ checkpoints.
 * `SqliteSaver`, `PostgresSaver` (and their subclasses, also from `module:factory`): one SQL
   query, `MAX(checkpoint_id) ... GROUP BY thread_id ORDER BY ... LIMIT`, over the primary-key
   index (`thread_id, checkpoint_ns, checkpoint_id`): the index is read, never a checkpoint.
+* `RedisSaver`: its checkpoint index searched newest first (two ids a checkpoint), until the
+  page's threads are found.
 * `InMemorySaver`: the keys of its storage.
-* any other saver (Redis, a custom one): one pass over `saver.list(None)`, keeping only the
-  latest id per thread: time grows with the checkpoints, memory with the number of threads.
+* any other saver: one pass over `saver.list(None)`, keeping only the latest id per thread:
+  time grows with the checkpoints, memory with the number of threads.
 * span files: read whole; a thread's latest id is that of its latest put span.
 """
 
 from __future__ import annotations
 
 import heapq
+import importlib
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -158,20 +161,28 @@ def _saver_latest(
 
     if isinstance(saver, InMemorySaver):
         return _top(_memory_latest(saver, query), skip, want)
-    kind = _sql_kind(saver)
-    if kind is not None:
+    kind = _kind(saver)
+    if kind in ("sqlite", "postgres"):
         return _sql_latest(saver, query, skip, want, postgres=kind == "postgres")
+    if kind == "redis":
+        return _redis_latest(saver, query, skip, want)
     return _top(_scan_latest(saver, query), skip, want)
 
 
-def _sql_kind(saver: BaseCheckpointSaver[Any]) -> str | None:
-    """ "sqlite" or "postgres" for a SqliteSaver or PostgresSaver (or a subclass), else None;
-    told by class, so neither package is imported for another saver."""
+KINDS = {
+    ("langgraph.checkpoint.sqlite", "SqliteSaver"): "sqlite",
+    ("langgraph.checkpoint.postgres", "PostgresSaver"): "postgres",
+    ("langgraph.checkpoint.redis", "RedisSaver"): "redis",
+}
+"""Savers with a query of their own, by the class they are or derive from."""
+
+
+def _kind(saver: BaseCheckpointSaver[Any]) -> str | None:
+    """The saver's entry in `KINDS` (told by class: no saver package is imported)."""
     for cls in type(saver).__mro__:
-        if (cls.__module__, cls.__name__) == ("langgraph.checkpoint.sqlite", "SqliteSaver"):
-            return "sqlite"
-        if (cls.__module__, cls.__name__) == ("langgraph.checkpoint.postgres", "PostgresSaver"):
-            return "postgres"
+        kind = KINDS.get((cls.__module__, cls.__name__))
+        if kind is not None:
+            return kind
     return None
 
 
@@ -188,6 +199,41 @@ def _memory_latest(saver: Any, query: ThreadQuery) -> dict[str, str]:
         if ids and query.matches(str(thread_id), max(ids)):
             latest[str(thread_id)] = max(ids)
     return latest
+
+
+REDIS_PAGE = 1000
+
+
+def _redis_latest(
+    saver: Any, query: ThreadQuery, skip: int, want: int | None
+) -> tuple[list[Latest], int | None]:
+    """Threads in order of first appearance in the checkpoint index sorted by id, newest first
+    (its search, two ids returned a checkpoint), read until `skip + want` threads are found or
+    the checkpoints are older than `since`. (`RedisSaver.list(None)` stops at 10,000.)"""
+    # optional packages, typed or not depending on their versions: imported by name
+    safe_id: Any = importlib.import_module("langgraph.checkpoint.redis.util")
+    search = importlib.import_module("redisvl.query").FilterQuery(
+        filter_expression="*",
+        return_fields=["thread_id", "checkpoint_id"],
+        sort_by=("checkpoint_id", "DESC"),
+    )
+    floor, need = query.id_floor, None if want is None else skip + want
+    latest: dict[str, str] = {}
+    for batch in saver.checkpoints_index.paginate(search, page_size=REDIS_PAGE):
+        for doc in batch:  # processed: one dict a checkpoint
+            thread_id = str(safe_id.from_storage_safe_id(doc["thread_id"]))
+            cid = str(safe_id.from_storage_safe_id(doc["checkpoint_id"]))
+            if floor is not None and cid < floor:
+                return _ranked(latest, skip), None
+            if thread_id not in latest and thread_id.startswith(query.prefix):
+                latest[thread_id] = cid
+                if need is not None and len(latest) >= need:
+                    return _ranked(latest, skip), None
+    return _ranked(latest, skip), len(latest)
+
+
+def _ranked(latest: dict[str, str], skip: int) -> list[Latest]:
+    return sorted(((v, k) for k, v in latest.items()), reverse=True)[skip:]
 
 
 def _scan_latest(saver: BaseCheckpointSaver[Any], query: ThreadQuery) -> dict[str, str]:
