@@ -68,7 +68,7 @@ SourceArguments = Annotated[
     list[str] | None,
     typer.Argument(
         help="Sources, as for -s: a saver URL and/or span files or directories.",
-        metavar="[SOURCE]...",
+        metavar="SOURCE",
         show_default=False,
     ),
 ]
@@ -217,7 +217,7 @@ def diff_command(
             help="Up to two checkpoints A and B (an id, or its start or end; A alone: its "
             "parent to A), then sources. An argument with ://, an existing file or "
             "directory, or module:factory is a source.",
-            metavar="[A [B]] [SOURCE]...",
+            metavar="CHECKPOINT|SOURCE",
             show_default=False,
         ),
     ] = None,
