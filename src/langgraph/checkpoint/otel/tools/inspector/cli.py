@@ -10,9 +10,10 @@
     langgraph-otel report THREAD --html report.html SOURCE...
     langgraph-otel schema [COMMAND]                 # JSON Schema of the --json output
 
-Sources: positional arguments after the thread, `-s` (repeatable), or LANGGRAPH_OTEL_SOURCE
-(space-separated, read when neither is given): one saver URL and any span files or
-directories (see `inspector.sources`). Every command takes `--json`.
+Sources: arguments after the command's own (the thread; diff's checkpoints, told apart by
+`looks_like_source`), `-s` (repeatable), or LANGGRAPH_OTEL_SOURCE (space-separated, read when
+neither gives one): one saver URL and any span files or directories (see `inspector.sources`).
+Every command takes `--json`.
 """
 
 from __future__ import annotations
