@@ -1054,17 +1054,20 @@ def _app(
 
 
 CRASHES = [
-    ("deep", "issue_refund"),  # inside the sub-agent run by the `task` tool (plain messages)
-    ("deep", "notify"),  # in the main agent, whose messages are a DeltaChannel
-    ("supervisor", "issue_refund"),  # inside the refunds worker
-    ("swarm", "issue_refund"),  # inside bob
+    ("deep", "issue_refund", "sync"),  # inside the sub-agent run by `task` (plain messages)
+    ("deep", "notify", "sync"),  # in the main agent, whose messages are a DeltaChannel
+    ("deep", "notify", "async"),
+    ("supervisor", "issue_refund", "sync"),  # inside the refunds worker
+    ("supervisor", "issue_refund", "async"),
+    ("swarm", "issue_refund", "sync"),  # inside bob
 ]
+"""(shape, the tool killed, the API: invoke on SqliteSaver or ainvoke on AsyncSqliteSaver)."""
 ARGUMENT = {"issue_refund": pa.ORDER, "notify": pa.CUSTOMER}
 
 
-@pytest.mark.parametrize(("shape", "killed"), CRASHES)
+@pytest.mark.parametrize(("shape", "killed", "api"), CRASHES)
 def test_sigkill_inside_a_side_effect_resumes_as_crash_and_marks_the_retry(
-    shape: str, killed: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    shape: str, killed: str, api: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """Process A is killed (SIGKILL) inside `killed` (decorated with `record_tool_start`), right
     after its side effect; process B resumes the thread with ``invoke(None)``: its run is one
@@ -1076,8 +1079,9 @@ def test_sigkill_inside_a_side_effect_resumes_as_crash_and_marks_the_retry(
     span files finds exactly the side effects the ledger shows started twice, as
     ``duplicate_tool_call`` (from the two start records)."""
     db, effects = tmp_path / "db.sqlite", tmp_path / "effects.txt"
+    flag = ["--async"] if api == "async" else []
     a = subprocess.run(
-        _app(shape, db, tmp_path / "a.jsonl", "A", "run", effects, "--kill-after", killed),
+        _app(shape, db, tmp_path / "a.jsonl", "A", "run", effects, "--kill-after", killed, *flag),
         capture_output=True,
         text=True,
         timeout=CRASH_TIMEOUT_S,
@@ -1088,7 +1092,7 @@ def test_sigkill_inside_a_side_effect_resumes_as_crash_and_marks_the_retry(
     by_a = effects.read_text().splitlines()
     assert by_a[-1] == f"A {effect}", by_a
     b = subprocess.run(
-        _app(shape, db, tmp_path / "b.jsonl", "B", "resume", effects),
+        _app(shape, db, tmp_path / "b.jsonl", "B", "resume", effects, *flag),
         capture_output=True,
         text=True,
         timeout=CRASH_TIMEOUT_S,
