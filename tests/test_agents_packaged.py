@@ -327,7 +327,9 @@ def test_the_checkpoint_layout_of_the_packaged_agents(shape: str) -> None:
     count, done = len(tuples), list(effects.ledger)
     (sub_start,) = [t for t in refund_ns if t.metadata["step"] == 0][:1]
     graph.invoke(None, sub_start.config)
-    assert len(list(saver.list(agents.thread("t")))) == count and effects.ledger == done
+    assert len(list(saver.list(agents.thread("t")))) == count and effects.ledger == done, (
+        "a sub-agent's checkpoint config forks nothing"
+    )
     # a fork of the root re-runs the sub-agents under new task ids: new namespaces
     first_step = min(root.values(), key=lambda t: t.metadata["step"])
     graph.invoke(None, first_step.config)
@@ -377,12 +379,16 @@ async def test_every_run_of_every_packaged_agent(
         bare = Driver(build(shape, inner, bare_effects), inner, is_async, stream)
         await play(bare, None, "t-bare", SCENARIO, durability)
         stored = await check_metadata(driver, bare, "t-wrapped", "t-bare")
-        assert effects.ledger == bare_effects.ledger and effects.count("issue_refund") == 1
+        assert effects.ledger == bare_effects.ledger and effects.count("issue_refund") == 1, (
+            f"side effects: wrapped {effects.ledger}, bare {bare_effects.ledger}"
+        )
 
         check_online_is_offline(spans, stored, f"{shape} on {saver_kind}")
         repeated = repeated_side_effects(effects.ledger)
         findings = online(spans)
-        assert {f[2] for f in findings if f[0] == "duplicate_tool_call"} == repeated
+        assert {f[2] for f in findings if f[0] == "duplicate_tool_call"} == repeated, (
+            f"findings {findings}; the ledger shows {sorted(repeated) or 'nothing'} done twice"
+        )
         assert [f for f in findings if f[0] != "duplicate_tool_call"] == [], findings
 
 
@@ -506,7 +512,9 @@ async def test_a_clean_thread_has_no_finding(
         assert not repeated_side_effects(effects.ledger), effects.ledger
         assert online(spans) == [], f"findings on a clean thread: {online(spans)}"
         stored = await driver.stored(agents.thread("t-clean"))
-        assert {str(t.config["configurable"]["checkpoint_ns"]) for t in stored} != {""}
+        assert {str(t.config["configurable"]["checkpoint_ns"]) for t in stored} != {""}, (
+            "the sub-agents' checkpoints are in the thread"
+        )
         found = offline(stored)
         assert found == [], (
             f"offline findings on a clean thread ({len(stored)} checkpoints, namespaces "
@@ -611,7 +619,9 @@ async def test_forks_from_every_checkpoint_find_only_the_side_effects_done_again
         stored = await driver.stored(agents.thread("t-fork"))
         found = offline(stored)
         assert not wrong, "\n".join(wrong)
-        assert {f[2] for f in found if f[0] == "duplicate_tool_call"} == done_again
+        assert {f[2] for f in found if f[0] == "duplicate_tool_call"} == done_again, (
+            f"offline findings {found}; the ledger shows {sorted(done_again)} done again"
+        )
         assert [f for f in found if f[0] != "duplicate_tool_call"] == [], found
         check_online_is_offline([s for r in runs for s in r.spans], stored, f"{shape} forks")
         await check_nodes(driver, runs)
