@@ -565,6 +565,8 @@ async def test_forks_from_every_checkpoint_find_only_the_side_effects_done_again
         assert len(original) >= 6, original
         wrong: list[str] = []
         done_again: set[str] = set()
+        forks: list[tuple[str, set[str], set[str]]] = []
+        """(label, side effects the ledger shows done again, checkpoints written) per fork."""
 
         async def fork_from(label: str, checkpoint_id: str) -> None:
             before = list(effects.ledger)
@@ -587,6 +589,10 @@ async def test_forks_from_every_checkpoint_find_only_the_side_effects_done_again
                 if name in pa.SIDE_EFFECTS and (name, arg) in before
             }
             done_again.update(again)
+            written = {
+                str(p.attributes.get(names.CHECKPOINT_ID)) for p in named(run.spans, names.SPAN_PUT)
+            }
+            forks.append((label, again, written))
             findings = online(run.spans)
             duplicates = {f[2] for f in findings if f[0] == "duplicate_tool_call"}
             others = [f for f in findings if f[0] != "duplicate_tool_call"]
@@ -618,6 +624,20 @@ async def test_forks_from_every_checkpoint_find_only_the_side_effects_done_again
         assert done_again, "some fork re-ran a side effect"
         stored = await driver.stored(agents.thread("t-fork"))
         found = offline(stored)
+        # offline, fork by fork: the findings revealed by the checkpoints each fork wrote
+        by_checkpoint = divergences(history_records(stored), POLICY)
+        for label, again, written in forks:
+            revealed = [f for f in by_checkpoint if f.checkpoint_id in written]
+            duplicates = {f.actual for f in revealed if f.kind == "duplicate_tool_call"}
+            others = [
+                (f.kind, f.node, f.actual) for f in revealed if f.kind != "duplicate_tool_call"
+            ]
+            if duplicates != again or others:
+                wrong.append(
+                    f"{label}: the ledger shows {sorted(again) or 'nothing'} done again; "
+                    f"offline duplicate_tool_call {sorted(duplicates) or 'none'}, other "
+                    f"findings {others or 'none'}"
+                )
         assert not wrong, "\n".join(wrong)
         assert {f[2] for f in found if f[0] == "duplicate_tool_call"} == done_again, (
             f"offline findings {found}; the ledger shows {sorted(done_again)} done again"
