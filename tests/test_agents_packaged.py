@@ -9,7 +9,8 @@ How these agents checkpoint (measured on deepagents 0.7.32, langgraph-supervisor
 langgraph-swarm 0.1.0, langgraph 1.2.24):
 
 - deepagents: the main agent is a `create_agent` graph (nodes ``model``, ``tools`` and
-  middleware nodes such as ``PatchToolCallsMiddleware.before_agent``) whose ``messages`` is a
+  middleware nodes such as ``PatchToolCallsMiddleware.before_agent``; its model's messages are
+  named after the graph, ``deep_support``) whose ``messages`` is a
   `DeltaChannel`: its root checkpoints hold no ``messages`` in ``channel_values``, only the
   writes do. The sub-agent is a separate compiled graph *invoked inside the `task` tool call*
   (``subagent.invoke(...)`` in deepagents.middleware.subagents), and it inherits the parent's
@@ -49,10 +50,13 @@ Matrix (kept under about three minutes on two cores): the per-run checks on ever
 {SqliteSaver: durability sync via invoke, async via stream, exit via stream;
 AsyncSqliteSaver: async via ainvoke, sync via astream; PostgresSaver: async via invoke;
 AsyncPostgresSaver: async via ainvoke}; the app's own span as root on SqliteSaver and
-AsyncSqliteSaver; the clean-thread checks on every shape x the four savers; forks from every
-checkpoint on SqliteSaver (sync) and AsyncSqliteSaver (async); departures on SqliteSaver;
-delta channels and trace counts of the deep agent on SqliteSaver and AsyncSqliteSaver; a
-SIGKILL in a subprocess on a SQLite file for every shape.
+AsyncSqliteSaver; interrupts (in a sub-agent's tool, and deepagents' ``interrupt_on``) on
+SqliteSaver (sync) and AsyncSqliteSaver (async); the clean-thread checks (online, offline,
+``langgraph-otel diverge``) on every shape x the four savers; forks from every checkpoint on
+SqliteSaver (sync) and AsyncSqliteSaver (async); departures on SqliteSaver; delta channels and
+trace counts of the deep agent on SqliteSaver and AsyncSqliteSaver; a SIGKILL in a subprocess
+on a SQLite file (SqliteSaver + invoke, or AsyncSqliteSaver + ainvoke) for every shape. The
+module takes about one minute on this machine.
 """
 
 from __future__ import annotations
