@@ -484,3 +484,37 @@ def test_a_repeatable_tool_may_be_named_by_a_pattern() -> None:
     again = [rec("d1", results=(handoff, refund))]
     findings = compare_branches(reference, again, policy=policy)
     assert [f.actual for f in findings] == ["issue_refund"]
+
+
+def test_a_fork_of_a_checkpoint_off_the_latest_branch_is_compared_with_its_own_branch(
+    otel: OTel,
+) -> None:
+    """Forks from the latest checkpoint back to the first, then again from a middle one: the
+    thread's latest checkpoint is then on a branch that does not descend from the fork point,
+    and the reference is the fork point's earliest branch (as offline). Each fork that runs
+    a side effect (`book`, `send_email`) again gives its `duplicate_tool_call`."""
+    import agents
+
+    policy = DivergencePolicy(repeatable_tools=frozenset({"lookup", "search"}))
+    saver = instrument(InMemorySaver(), tracer_provider=otel.tracer_provider, divergence=policy)
+    tools = agents.Tools()
+    graph = agents.react_agent(saver, tools=tools)
+    config = {"configurable": {"thread_id": "t"}}
+    graph.invoke(agents.question(), config)
+    history = list(graph.get_state_history(config))
+    points = [s.config for s in history[1:]]  # newest first: the last fork is from the first
+    middle = points[len(points) // 2]
+    for point in [*points, middle]:
+        otel.clear()
+        booked = len(tools.ledger)
+        graph.invoke(None, point)
+        again = sorted(
+            name for name, _ in tools.ledger[booked:] if name not in ("lookup", "search")
+        )
+        found = sorted(
+            e.attributes[names.DIVERGENCE_ACTUAL]
+            for s in otel.spans()
+            for e in s.events
+            if e.name == names.EVENT_DIVERGENCE
+        )
+        assert found == again, (point["configurable"]["checkpoint_id"], found, again)

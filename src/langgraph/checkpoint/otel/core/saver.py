@@ -13,6 +13,7 @@ wrapper's own stored telemetry is hidden from its callers (`stored_history` read
 
 from __future__ import annotations
 
+import itertools
 import time
 from collections.abc import (
     AsyncIterator,
@@ -43,7 +44,7 @@ from langgraph.checkpoint.otel.analysis.records import bounded_text, without_sto
 from langgraph.checkpoint.otel.core.calls import config_attributes, latest_config
 from langgraph.checkpoint.otel.core.observer import PRUNE_COUNT_LIMIT, CheckpointObserver
 from langgraph.checkpoint.otel.core.runs import install_loop_hooks
-from langgraph.checkpoint.otel.core.watch import ReferenceWalk
+from langgraph.checkpoint.otel.core.watch import Listing, ReferenceWalk
 
 Saver = BaseCheckpointSaver[Any]
 
@@ -106,7 +107,7 @@ class InstrumentedSaver(BaseCheckpointSaver[Any]):
             loaded = call.done(loaded, latest, self.inner.get_next_version)
             if call.walk is not None:
                 drive = self.observer.telemetry.guard
-                drive("read reference branch", _drive, call.walk, self.inner.get_tuple)
+                drive("read reference branch", _drive, call.walk, self._reference_read)
             return None if loaded is None else _visible(loaded)
 
     async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
@@ -118,10 +119,26 @@ class InstrumentedSaver(BaseCheckpointSaver[Any]):
             loaded = call.done(loaded, latest, self.inner.get_next_version)
             if call.walk is not None:
                 try:
-                    await _adrive(call.walk, self.inner.aget_tuple)
+                    await _adrive(call.walk, self._areference_read)
                 except Exception as exc:
                     self.observer.telemetry.fault("read reference branch", exc)
             return None if loaded is None else _visible(loaded)
+
+    def _reference_read(self, wanted: Any) -> Any:
+        """One read of a reference walk, through the inner saver."""
+        if isinstance(wanted, Listing):
+            return list(itertools.islice(self.inner.list(wanted.config), wanted.limit))
+        return self.inner.get_tuple(wanted)
+
+    async def _areference_read(self, wanted: Any) -> Any:
+        if isinstance(wanted, Listing):
+            listed = []
+            async for tup in self.inner.alist(wanted.config):
+                listed.append(tup)
+                if len(listed) >= wanted.limit:
+                    break
+            return listed
+        return await self.inner.aget_tuple(wanted)
 
     def list(
         self,

@@ -15,6 +15,8 @@ from collections.abc import Callable, Generator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from langchain_core.runnables import RunnableConfig
+
 from langgraph.checkpoint.otel.analysis.divergence import (
     BranchComparison,
     DivergencePolicy,
@@ -31,7 +33,20 @@ from langgraph.checkpoint.otel.analysis.records import (
 from langgraph.checkpoint.otel.bounded import BoundedDict
 
 ReferenceWalk = Generator[Any, Any, None]
-"""Yields configs of checkpoints to load; is sent the loaded tuples (or None)."""
+"""Yields configs of checkpoints to load, sent the loaded tuples (or None); or a `Listing`,
+sent the tuples it lists."""
+
+LISTING_READS = 1000
+"""Checkpoints a reference listing reads at most (newest first, down to the fork point)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Listing:
+    """A read of a namespace's checkpoints, newest first, at most `limit` of them."""
+
+    config: RunnableConfig
+    limit: int
+
 
 UNWATCHED_KINDS = frozenset({"continue"})
 """New input on a finished thread is a new trajectory, not a replay."""
@@ -109,31 +124,60 @@ class DivergenceWatch:
         return self._walk(session, loaded, latest)
 
     def _walk(self, session: _Session, loaded: Any, latest: Any) -> ReferenceWalk:
-        target = str(loaded.checkpoint["id"])
-        target_step = _step(loaded)
-        chain: list[Any] = []
-        current = latest
-        while current is not None and len(chain) <= self.policy.window:
-            if str(current.checkpoint["id"]) == target:
-                break
-            step = _step(current)
-            if step is not None and target_step is not None and step <= target_step:
-                return
-            chain.append(current)
-            if current.parent_config is None:
-                return
-            current = yield current.parent_config
-        else:
+        chain = yield from self._walk_back(loaded, latest)
+        if chain is None:  # the latest checkpoint is on another branch: find the fork point's
+            chain = yield from self._earliest_descendants(loaded)
+        if not chain:
             return
         previous = self._messages(loaded.checkpoint)
         reference: list[CheckpointRecord] = []
-        for tup in reversed(chain):
+        for tup in chain:
             parent = (tup.parent_config or {}).get("configurable", {}).get("checkpoint_id")
             reference.append(
                 self._record(parent, tup.config, tup.checkpoint, tup.metadata, previous)
             )
             previous = self._messages(tup.checkpoint)
         session.comparison.use_reference(reference)
+
+    def _walk_back(self, loaded: Any, latest: Any) -> Generator[Any, Any, list[Any] | None]:
+        """The chain from `loaded` (excluded) to the thread's latest checkpoint, oldest first;
+        None when `loaded` is no ancestor of it within `window` reads."""
+        target = str(loaded.checkpoint["id"])
+        target_step = _step(loaded)
+        chain: list[Any] = []
+        current = latest
+        while current is not None and len(chain) <= self.policy.window:
+            if str(current.checkpoint["id"]) == target:
+                return chain[::-1]
+            step = _step(current)
+            if step is not None and target_step is not None and step <= target_step:
+                return None
+            chain.append(current)
+            if current.parent_config is None:
+                return None
+            current = yield current.parent_config
+        return None
+
+    def _earliest_descendants(self, loaded: Any) -> Generator[Any, Any, list[Any]]:
+        """`loaded`'s earliest child and its first-born descendants (what the offline
+        detectors compare a fork with), from one listing of its namespace newer than it."""
+        target = str(loaded.checkpoint["id"])
+        configurable = dict((loaded.config or {}).get("configurable") or {})
+        configurable.pop("checkpoint_id", None)
+        listed = yield Listing(RunnableConfig(configurable=configurable), LISTING_READS)
+        children: dict[str, list[Any]] = {}
+        for tup in listed or ():
+            if str(tup.checkpoint["id"]) <= target:
+                break
+            parent = (tup.parent_config or {}).get("configurable", {}).get("checkpoint_id")
+            children.setdefault(str(parent), []).append(tup)
+        chain: list[Any] = []
+        current = target
+        while len(chain) < self.policy.window and (born := children.get(current)):
+            first = min(born, key=lambda tup: str(tup.checkpoint["id"]))
+            chain.append(first)
+            current = str(first.checkpoint["id"])
+        return chain
 
     def observe_put(
         self,
