@@ -76,3 +76,29 @@ def test_every_module_is_in_a_layer() -> None:
     }
     for layer in ("_langgraph", "analysis", "core", "tools"):
         assert (ROOT / layer / "__init__.py").read_text().startswith('"""')
+
+
+def test_every_public_name_of_the_root_resolves_and_is_listed() -> None:
+    import langgraph.checkpoint.otel as root
+
+    assert sorted(root.__all__) == sorted(root._EXPORTS)
+    for name in root.__all__:
+        assert getattr(root, name) is not None, name
+
+
+def test_the_inspector_loads_without_the_wrapper() -> None:
+    """A process that only reads checkpoints pays for neither the wrapper nor LangGraph's graph
+    modules (`langgraph.types`): the inspector's start-up time."""
+    import subprocess
+    import sys
+
+    probe = (
+        "import sys, langgraph.checkpoint.otel.tools.inspector.cli\n"
+        "print(sorted(m for m in ('langgraph.checkpoint.otel.core.instrument', "
+        "'langgraph.checkpoint.otel.core.saver', 'langgraph.types', 'langgraph.pregel') "
+        "if m in sys.modules))"
+    )
+    loaded = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True
+    ).stdout.strip()
+    assert loaded == "[]"

@@ -105,7 +105,6 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 import ormsgpack
-from langgraph.types import Send
 
 from langgraph.checkpoint.otel.bounded import BoundedDict
 
@@ -394,7 +393,7 @@ def _enc_tuple(v: tuple[Any, ...], buf: bytearray, ctx: _Ctx) -> None:
     _leave(i, ctx)
 
 
-def _enc_send(v: Send, buf: bytearray, ctx: _Ctx) -> None:
+def _enc_send(v: Any, buf: bytearray, ctx: _Ctx) -> None:
     """A `Send` packet (in the tasks channel): its target node and argument."""
     buf += b"S"
     _enc_str(v.node, buf, ctx)
@@ -691,7 +690,6 @@ _BASE_HANDLERS: tuple[tuple[type, _Handler], ...] = (
     (_dt.timedelta, _enc_timedelta),
     (uuid.UUID, _enc_uuid),
     (decimal.Decimal, _enc_decimal),
-    (Send, _enc_send),
 )
 
 _HANDLERS: dict[type, _Handler] = {t: h for t, h in _BASE_HANDLERS}
@@ -700,10 +698,21 @@ _MAX_HANDLER_TYPES: Final[int] = 4096
 _handlers_lock = threading.Lock()
 
 
+def _send_type() -> type | None:
+    """LangGraph's `Send`, once loaded: a value of it exists only then (importing
+    `langgraph.types` here would cost every process that only reads hashes, the inspector's)."""
+    module = sys.modules.get("langgraph.types")
+    send = getattr(module, "Send", None) if module is not None else None
+    return send if isinstance(send, type) else None
+
+
 def _resolve(t: type) -> _Handler:
     """Find (and cache) the encoder for a type that is not in the handler table yet."""
     handler: _Handler
-    if issubclass(t, enum.Enum):
+    send = _send_type()
+    if send is not None and issubclass(t, send):
+        handler = _enc_send
+    elif issubclass(t, enum.Enum):
         handler = _make_enum_handler(t)
     elif _is_message_type(t):
         handler = _make_model_handler(t, message=True)
