@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import itertools
+import json
 import operator
 import sqlite3
 from collections.abc import AsyncIterator
@@ -232,3 +233,30 @@ def test_an_update_of_a_delta_channel_outside_runs_hashes_as_materialised(otel: 
     event = _channel_event(put, "messages")
     assert event is not None
     assert event[names.CHANNEL_HASH] == hash_value(_materialised(g, put))
+
+
+@pytest.mark.parametrize("telemetry", [True, False], ids=["hashed", "telemetry-off"])
+def test_the_inspector_says_when_it_cannot_see_a_delta_channel(
+    telemetry: bool, otel: OTel, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A delta channel stores no value between snapshots: offline, only the hashes the wrapper
+    stored describe it. Written without them, the inspector says so instead of showing an
+    empty channel."""
+    from langgraph.checkpoint.otel.tools.inspector.cli import main
+
+    path = tmp_path / "delta.sqlite"
+    conn = sqlite3.connect(path, check_same_thread=False)
+    inner = SqliteSaver(conn)
+    inner.setup()
+    saver = instrument(inner, tracer_provider=otel.tracer_provider) if telemetry else inner
+    graph(DeltaState, saver).invoke(INPUT, {"configurable": {"thread_id": "t"}})
+    conn.close()
+    capsys.readouterr()
+    assert main(["growth", "t", f"sqlite:///{path}", "--json"]) == 0
+    shown = json.loads(capsys.readouterr().out)
+    notes = [n for n in shown["source"]["cannot_show"] if "delta channels" in n]
+    grown = {c["channel"] for c in shown["channels"]}
+    if telemetry:
+        assert notes == [] and "messages" in grown
+    else:
+        assert len(notes) == 1 and "messages" in notes[0]

@@ -14,6 +14,7 @@ from langgraph.checkpoint.serde.types import ERROR, INTERRUPT, RESUME
 
 from langgraph.checkpoint.otel import names
 from langgraph.checkpoint.otel._langgraph.formats import (
+    DELTA_COUNTERS_KEY,
     INPUT_NODE,
     TASKS_CHANNEL,
     is_bookkeeping_channel,
@@ -489,6 +490,25 @@ def checkpoint_record(
         resume_kind=stored.resume[0] if stored and stored.resume else None,
         ns=str(configurable.get("checkpoint_ns") or ""),
     )
+
+
+def unseen_delta_channels(tuples: Iterable[Any]) -> set[str]:
+    """Delta channels (LangGraph's `DeltaChannel`) that stored checkpoints hold neither a value
+    nor the wrapper's hash of: offline readers cannot see their logical value (it lives in the
+    writes of the checkpoint's ancestors and needs the graph's reducer to rebuild)."""
+    unseen: set[str] = set()
+    for tup in tuples:
+        counters = (tup.metadata or {}).get(DELTA_COUNTERS_KEY)
+        if not isinstance(counters, Mapping):
+            continue
+        values = tup.checkpoint.get("channel_values") or {}
+        versions = tup.checkpoint.get("channel_versions") or {}  # written at least once
+        stored = read_stored_telemetry(tup.metadata)
+        hashed = stored.channels if stored is not None else {}
+        unseen.update(
+            str(c) for c in counters if c in versions and c not in values and c not in hashed
+        )
+    return unseen
 
 
 def _first_added(messages: Sequence[Any], previous: Sequence[Any] | None) -> int:

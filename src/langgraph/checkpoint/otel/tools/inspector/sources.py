@@ -23,6 +23,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 from langgraph.checkpoint.base import BaseCheckpointSaver, CheckpointTuple
 
+from langgraph.checkpoint.otel.analysis.records import unseen_delta_channels
 from langgraph.checkpoint.otel.tools.inspector.model import SourceInfo
 from langgraph.checkpoint.otel.tools.otlp_json import OtlpJsonError, SpanRecord, read_spans
 
@@ -39,6 +40,8 @@ class Sources:
     saver_url: str | None = None
     span_files: list[Path] = field(default_factory=list)
     _stack: contextlib.ExitStack = field(default_factory=contextlib.ExitStack, repr=False)
+    _unseen_delta: set[str] = field(default_factory=set, repr=False)
+    """Delta channels read without a value or a stored hash (see `info`)."""
 
     @cached_property
     def spans(self) -> list[SpanRecord]:
@@ -64,6 +67,13 @@ class Sources:
                 "no span file: a saver carries no timings and no divergences flagged online "
                 "(of the traces, only each checkpoint's writer)"
             )
+        if self._unseen_delta:
+            unseen = ", ".join(sorted(self._unseen_delta))
+            missing.append(
+                "delta channels stored as deltas without this library's hashes (written with "
+                f"telemetry off, or before it was installed): {unseen}; their values, sizes "
+                "and tool calls are not shown"
+            )
         return SourceInfo(
             saver=self.saver_url,
             spans=", ".join(str(p) for p in self.span_files) or None,
@@ -76,9 +86,11 @@ class Sources:
             raise SourceError("this command needs a saver source (-s sqlite:///... or another)")
         config = {"configurable": {"thread_id": thread_id}} if thread_id is not None else None
         try:
-            return list(self.saver.list(config))  # type: ignore[arg-type]
+            tuples = list(self.saver.list(config))  # type: ignore[arg-type]
         except Exception as exc:
             raise SourceError(f"{self.saver_url}: cannot read checkpoints ({_why(exc)})") from None
+        self._unseen_delta |= unseen_delta_channels(tuples)
+        return tuples
 
     def close(self) -> None:
         self._stack.close()
