@@ -89,7 +89,7 @@ class PutReporter:
         telemetry, `call.findings` the divergences found."""
         parent_id = (config.get("configurable") or {}).get("checkpoint_id")
         metadata = call.metadata
-        values, delta = self._logical_values(scope, checkpoint, metadata)
+        values, delta = _logical_values(checkpoint, metadata)
         nodes, resumed_from = self._nodes_applied(
             scope, parent_id, checkpoint, metadata.get("source")
         )
@@ -177,25 +177,6 @@ class PutReporter:
             )
             call.metadata = {**metadata, names.METADATA_KEY: stored.to_metadata()}  # type: ignore[typeddict-unknown-key]
 
-    def _logical_values(
-        self, scope: Scope, checkpoint: Checkpoint, metadata: Mapping[str, Any]
-    ) -> tuple[Mapping[str, Any], frozenset[str]]:
-        """The checkpoint's channel values as the graph sees them, and its delta channels.
-
-        A `DeltaChannel` stores no value between snapshots (its updates are kept as writes):
-        its value is the one LangGraph held when it created this checkpoint; a stored
-        snapshot holds the same value."""
-        values = checkpoint.get("channel_values") or {}
-        held = delta_values(str(checkpoint.get("id", "")))
-        counters = metadata.get(DELTA_COUNTERS_KEY)
-        if not held and not counters:
-            return values, frozenset()
-        logical = {name: delta_snapshot_value(value) for name, value in values.items()}
-        snapshots = {name for name, value in values.items() if logical[name] is not value}
-        logical.update(held or {})
-        named = set(counters) if isinstance(counters, Mapping) else set()
-        return logical, frozenset(snapshots | set(held or ()) | named)
-
     def _step_tools(
         self,
         scope: Scope,
@@ -213,14 +194,10 @@ class PutReporter:
         subgraph that a fork runs again, under a new namespace, is compared as part of that
         step."""
         channel = self._options.messages_channel
-        messages = values.get(channel)
         own: ToolActivity | None = ToolActivity()
-        if channel in digest.changed and isinstance(messages, list):
-            previous = digest.previous.get(channel)
-            start = previous.count if previous is not None else (0 if not parent_id else None)
-            own = (
-                ToolActivity(*message_tool_activity(messages, start)) if start is not None else None
-            )
+        if channel in digest.changed:
+            added = _added_messages(digest, channel, values, not parent_id)
+            own = None if added is None else ToolActivity(*message_tool_activity(*added))
         thread_id, namespace = scope
         with self._states.lock:
             state = self._states.get(scope)
@@ -335,14 +312,10 @@ class PutReporter:
     ) -> None:
         """One `langgraph.tool_call` event per tool call the new messages request (known only
         where the hasher saw the channel's previous length, or on a thread's first put)."""
-        channel = self._options.messages_channel
-        messages = values.get(channel)
-        if channel not in digest.changed or not isinstance(messages, list):
+        added = _added_messages(digest, self._options.messages_channel, values, first)
+        if added is None:
             return
-        previous = digest.previous.get(channel)
-        start = previous.count if previous is not None else (0 if first else None)
-        if start is None:
-            return
+        messages, start = added
         calls = requested_tool_calls(messages[start:])
         if not calls:
             return
@@ -410,6 +383,40 @@ class PutReporter:
             names.WRITES_COUNT: len(writes),
             names.TASK_OUTCOME: task_outcome(channels),
         }
+
+
+def _logical_values(
+    checkpoint: Checkpoint, metadata: Mapping[str, Any]
+) -> tuple[Mapping[str, Any], frozenset[str]]:
+    """The checkpoint's channel values as the graph sees them, and its delta channels.
+
+    A `DeltaChannel` stores no value between snapshots (its updates are kept as writes): its
+    value is the one LangGraph held when it created this checkpoint; a stored snapshot holds
+    the same value."""
+    values = checkpoint.get("channel_values") or {}
+    held = delta_values(str(checkpoint.get("id", "")))
+    counters = metadata.get(DELTA_COUNTERS_KEY)
+    if not held and not counters:
+        return values, frozenset()
+    logical = {name: delta_snapshot_value(value) for name, value in values.items()}
+    snapshots = {name for name, value in values.items() if logical[name] is not value}
+    logical.update(held or {})
+    named = set(counters) if isinstance(counters, Mapping) else set()
+    return logical, frozenset(snapshots | set(held or ()) | named)
+
+
+def _added_messages(
+    digest: StateDigest, channel: str, values: Mapping[str, Any], first: bool
+) -> tuple[list[Any], int] | None:
+    """The messages channel's value and the index of the first message this put added (known
+    where the hasher saw the channel's previous length, or on a thread's first put); None when
+    the channel did not change or that index is unknown."""
+    messages = values.get(channel)
+    if channel not in digest.changed or not isinstance(messages, list):
+        return None
+    previous = digest.previous.get(channel)
+    start = previous.count if previous is not None else (0 if first else None)
+    return None if start is None else (messages, start)
 
 
 def _written_sizes(digest: StateDigest, delta: frozenset[str]) -> dict[str, int]:
