@@ -8,7 +8,9 @@ with ``invoke(None)``. The tool ``book`` is decorated with `record_tool_start`: 
 record is exported (BatchSpanProcessor, flushed by the decorator) before its body appends one
 line to SIDE_EFFECTS (the side effect) and, with ``--block``, waits there until the parent
 kills the process with SIGKILL. A run that finishes prints one JSON line:
-``{"thread": ..., "answer": ...}``.
+``{"thread": ..., "answer": ...}``. Runs use durability ``sync``: under ``async`` a process
+killed while a loaded machine has not yet saved the checkpoint the tool runs from loses it, and
+the resume then starts a step earlier (the model asks again), which is not what is tested.
 """
 
 from __future__ import annotations
@@ -88,7 +90,7 @@ def main(argv: list[str] | None = None) -> int:
                 checkpointer=instrument(saver, tracer_provider=provider),
             )
         graph_input = agents.question() if args.action == "run" else None
-        values = graph.invoke(graph_input, agents.thread(args.thread))
+        values = graph.invoke(graph_input, agents.thread(args.thread), durability="sync")
         answer = str(values["messages"][-1].content)
         print(json.dumps({"thread": args.thread, "answer": answer}), flush=True)
     finally:
