@@ -297,11 +297,20 @@ def _noting_creation(original: Callable[..., Any]) -> Callable[..., Any]:
 
 def delta_snapshot_value(value: Any) -> Any:
     """The value a stored delta-channel snapshot holds (any other value as it is)."""
+    if _DELTA_SNAPSHOT is not None and type(value) is _DELTA_SNAPSHOT:
+        return getattr(value, "value", value)
+    return value
+
+
+def _delta_snapshot_type() -> type | None:
     try:
         from langgraph.checkpoint.serde.types import _DeltaSnapshot
-    except ImportError:
-        return value
-    return value.value if isinstance(value, _DeltaSnapshot) else value
+    except ImportError:  # a LangGraph without delta channels
+        return None
+    return _DeltaSnapshot
+
+
+_DELTA_SNAPSHOT = _delta_snapshot_type()
 
 
 @dataclass(slots=True)

@@ -108,7 +108,15 @@ class ResumeReporter:
             loop = self._runs.loop_of(scope)
             if loop is not None:  # delta channels are rebuilt after the load
                 loop.after_entry(
-                    functools.partial(self._loaded_delta, scope, resume, versions, hashes)
+                    functools.partial(
+                        self._telemetry.guard,
+                        "delta channels of a resume",
+                        self._loaded_delta,
+                        scope,
+                        resume,
+                        versions,
+                        hashes,
+                    )
                 )
             self._telemetry.count_resume(resume.kind)
         op.set(attributes)
@@ -191,14 +199,10 @@ class ResumeReporter:
     ) -> None:
         """The loop rebuilt the loaded checkpoint's delta channels to `values`: continue the
         hashing from them, and read the tool calls in flight from them (see `describe_load`)."""
-
-        def continue_from_them() -> None:
-            self._hasher.adopt(scope, values, versions, hashes)
-            if self._options.messages_channel in values:
-                self._note_tool_requests(scope, resume, values)
-                self._watch.loaded_values(scope, values)
-
-        self._telemetry.guard("delta channels of a resume", continue_from_them)
+        self._hasher.adopt(scope, values, versions, hashes)
+        if self._options.messages_channel in values:
+            self._note_tool_requests(scope, resume, values)
+            self._watch.loaded_values(scope, values)
 
     def _note_tool_requests(self, scope: Scope, resume: Resume, values: Mapping[str, Any]) -> None:
         """Note the last tool calls the loaded state requests (for the resumed run's tool
