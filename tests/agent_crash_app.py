@@ -18,7 +18,7 @@ of step K is stored (``-1``: right after the input checkpoint, before anything e
 never stored). No exception, no
 cleanup: what the spans file and the database hold is all that is left.
 
-There is no application span around ``invoke``: the library's own ``langgraph.run`` span is
+There is no application span around ``invoke``: the library's own ``invoke_workflow`` span is
 each run's root. Every ended span is on disk at once (SimpleSpanProcessor). Each finished
 run prints one JSON line: ``{"thread": ..., "outcome": ..., "summary": ...}``.
 """

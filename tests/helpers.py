@@ -28,6 +28,8 @@ from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
+from langgraph.checkpoint.otel import names
+
 # --------------------------------------------------------------------------------------------
 # OpenTelemetry
 # --------------------------------------------------------------------------------------------
@@ -475,3 +477,9 @@ def terminate(proc: subprocess.Popen[Any]) -> None:
     except subprocess.TimeoutExpired:
         proc.kill()
         proc.wait(timeout=10)
+
+
+def is_run_span(span: Any) -> bool:
+    """The library's own run span (`invoke_workflow {graph}`), not a peer's workflow span."""
+    scope = getattr(span, "instrumentation_scope", None)
+    return names.is_run_span_name(span.name) and (scope is None or scope.name == names.SCOPE)

@@ -278,9 +278,9 @@ def root_ns(span: Any) -> bool:
 
 
 def run_trace(o: Outcome, run: Run) -> bytes | None:
-    """The trace a user opens for `run`: its `langgraph.run` span's, or, where the server opens
+    """The trace a user opens for `run`: its `invoke_workflow` span's, or, where the server opens
     a span of its own for the run, the trace of the earliest such span."""
-    runs = [s for s in spans_of(o, run, names.SPAN_RUN) if root_ns(s)]
+    runs = [s for s in spans_of(o, run) if names.is_run_span_name(s.name) and root_ns(s)]
     if runs:
         return bytes(runs[0].trace_id)
     own = sorted((s for s in server_spans(o) if _in(run, s)), key=lambda s: s.start_time_unix_nano)
@@ -388,12 +388,12 @@ def test_spans_carry_the_service_name_set_by_otel_env(outcome: Outcome) -> None:
 def test_each_run_is_one_trace(outcome: Outcome, label: str) -> None:
     """Every library span of a run (the run span, loads and resume, puts, pending writes,
     LangGraph's own reads inside the run such as the replay's "is this checkpoint superseded"
-    check) is in the trace of that run's `langgraph.run` span (or of the server's own span
+    check) is in the trace of that run's `invoke_workflow` span (or of the server's own span
     for the run, where it opens one)."""
     run = outcome.run(label)
     trace = run_trace(outcome, run)
     assert trace is not None, (
-        f"no langgraph.run (or server) span for run {label!r}. {overview(outcome)}"
+        f"no invoke_workflow (or server) span for run {label!r}. {overview(outcome)}"
     )
     spans = spans_of(outcome, run)
     assert any(s.name == names.SPAN_PUT for s in spans), f"no put span in run {label!r}"
@@ -412,12 +412,12 @@ def test_runs_do_not_share_a_trace(outcome: Outcome) -> None:
 
 
 def test_each_run_has_one_run_span_with_its_outcome(outcome: Outcome) -> None:
-    """`langgraph.run` (root namespace): one per run, ending `finished` or `interrupted`."""
+    """`invoke_workflow` (root namespace): one per run, ending `finished` or `interrupted`."""
     seen = {
         run.label: [
             attrs(s.attributes).get(names.RUN_OUTCOME)
-            for s in spans_of(outcome, run, names.SPAN_RUN)
-            if root_ns(s)
+            for s in spans_of(outcome, run)
+            if names.is_run_span_name(s.name) and root_ns(s)
         ]
         for run in outcome.runs
     }

@@ -13,7 +13,7 @@ Concerns, one section each (section 0 checks that the two accounts of a run agre
 
 - per run, for every shape x durability (async, sync, exit) x saver (InMemorySaver, SqliteSaver,
   AsyncSqliteSaver, PostgresSaver): task and checkpoint nodes, one trace per run under a
-  ``langgraph.run`` root (or the app's own span), resume spans linked to their writer, and the
+  ``invoke_workflow`` root (or the app's own span), resume spans linked to their writer, and the
   metadata the app reads is exactly what LangGraph wrote;
 - one whole span tree;
 - resume kinds: crash (a real SIGKILL at every superstep, in a subprocess), error, interrupt
@@ -561,7 +561,7 @@ def _ancestors(span: View, by_id: dict[str, View]) -> list[str]:
 
 def check_one_trace(run: Run, graph_name: str, app_span: View | None = None) -> View:
     """All library spans of the run in one trace, under one root: the library's
-    ``langgraph.run`` span (with its attributes), or `app_span` when the app had one."""
+    ``invoke_workflow`` span (with its attributes), or `app_span` when the app had one."""
     spans = run.spans
     assert spans, "the run emitted no library span"
     traces = {s.trace_id for s in spans}
@@ -571,18 +571,20 @@ def check_one_trace(run: Run, graph_name: str, app_span: View | None = None) -> 
     )
     by_id = {s.span_id: s for s in spans}
     if app_span is not None:
-        assert not named(spans, names.SPAN_RUN), "an app span was current: no langgraph.run"
+        assert not [s for s in spans if names.is_run_span_name(s.name)], (
+            "an app span was current: no run span"
+        )
         assert traces == {app_span.trace_id}
         by_id[app_span.span_id] = app_span
         outside = [s.name for s in spans if app_span.span_id not in _ancestors(s, by_id)]
         assert not outside, f"library spans not under the app's span: {outside}"
         return app_span
     roots = [s for s in spans if s.parent_id not in by_id]
-    assert [r.name for r in roots] == [names.SPAN_RUN], (
-        f"expected one langgraph.run root, got {[(r.name, r.ns) for r in roots]}"
+    assert [names.is_run_span_name(r.name) for r in roots] == [True], (
+        f"expected one invoke_workflow root, got {[(r.name, r.ns) for r in roots]}"
     )
     (root,) = roots
-    assert root.parent_id is None, "with no span of the app, langgraph.run is a trace root"
+    assert root.parent_id is None, "with no span of the app, the run span is a trace root"
     outside = [s.name for s in spans if s is not root and root.span_id not in _ancestors(s, by_id)]
     assert not outside, f"library spans outside the run span: {outside}"
     attrs = root.attributes
@@ -783,7 +785,7 @@ async def test_every_run_of_every_shape(
     request: pytest.FixtureRequest,
 ) -> None:
     """The shape's scenario (a failure or an interrupt, its resume, a new turn): each run is
-    one trace under langgraph.run, each resume linked to its writer, every span names the
+    one trace under invoke_workflow, each resume linked to its writer, every span names the
     right nodes, and the app reads exactly the metadata it reads on the bare saver."""
     spec = SHAPES[shape]
     async with bare_saver(saver_kind, tmp_path, request) as inner:
@@ -810,7 +812,7 @@ async def test_every_run_of_every_shape(
 async def test_an_app_span_is_the_root_of_every_library_span(
     shape: str, saver_kind: str, otel: OTel, tmp_path: Path, request: pytest.FixtureRequest
 ) -> None:
-    """With the app's own span current around invoke there is no langgraph.run span: every
+    """With the app's own span current around invoke there is no invoke_workflow span: every
     library span, those of worker threads (async durability) included, is under the app's."""
     spec = SHAPES[shape]
     async with bare_saver(saver_kind, tmp_path, request) as inner:
@@ -872,7 +874,7 @@ TREE_KEYS = (
 )
 
 REACT_TREE_FAILING = """\
-langgraph.run name=travel_agent outcome=error
+invoke_workflow travel_agent name=travel_agent outcome=error
   get
   put step=-1 source=input nodes=[]
   put step=0 source=loop nodes=[__start__]
@@ -883,14 +885,14 @@ langgraph.run name=travel_agent outcome=error
 """By default only the failed tool task's error write has a put_writes span."""
 
 REACT_TREE_RESUMED = """\
-langgraph.run name=travel_agent kind=error outcome=finished
+invoke_workflow travel_agent name=travel_agent kind=error outcome=finished
   resume kind=error step=3 source=loop
     -> checkpoint_writer
   put step=4 source=loop nodes=[tools]
   put step=5 source=loop nodes=[agent]"""
 
 REACT_TREE_FAILING_WITH_OK_WRITES = """\
-langgraph.run name=travel_agent outcome=error
+invoke_workflow travel_agent name=travel_agent outcome=error
   get
   put step=-1 source=input nodes=[]
   put_writes node=__start__ outcome=ok
@@ -907,7 +909,7 @@ langgraph.run name=travel_agent outcome=error
 """With ``ok_write_spans=True`` every pending-writes call has its span."""
 
 REACT_TREE_RESUMED_WITH_OK_WRITES = """\
-langgraph.run name=travel_agent kind=error outcome=finished
+invoke_workflow travel_agent name=travel_agent kind=error outcome=finished
   resume kind=error step=3 source=loop
     -> checkpoint_writer
   put_writes node=tools outcome=ok
@@ -937,7 +939,7 @@ async def _check_react_trees(
 
 async def test_react_agent_span_tree_across_an_error_and_its_resume(otel: OTel) -> None:
     """create_react_agent, `book` raising in the second round of parallel tool calls: the whole
-    tree of both runs, each its own trace under its langgraph.run span."""
+    tree of both runs, each its own trace under its invoke_workflow span."""
     await _check_react_trees(otel, REACT_TREE_FAILING, REACT_TREE_RESUMED)
 
 
@@ -1156,7 +1158,7 @@ def test_sigkill_at_every_superstep_resumes_as_crash(
 ) -> None:
     """Process A is killed (SIGKILL, no exception, no cleanup) at one point per thread;
     process B resumes every thread with invoke(None): each resume is a `crash` linked to A's
-    put span, in its own trace under its langgraph.run span, and ends where an uninterrupted
+    put span, in its own trace under its invoke_workflow span, and ends where an uninterrupted
     run ends."""
     from langgraph.checkpoint.postgres import PostgresSaver
 
@@ -1226,7 +1228,7 @@ def _check_crash_resume(
     graph_name: str,
     durability: str,
 ) -> None:
-    """B's run of a thread A left: one trace under langgraph.run, a `crash` resume of the
+    """B's run of a thread A left: one trace under invoke_workflow, a `crash` resume of the
     checkpoint A stored last, linked to the put span that wrote it, and the right nodes."""
     assert not named(a, names.SPAN_RESUME), "A resumed nothing"
     check_one_trace(Run(Step(None, "finished", "crash"), thread_id, b_events, b), graph_name)

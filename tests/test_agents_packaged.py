@@ -361,7 +361,7 @@ async def test_every_run_of_every_packaged_agent(
     request: pytest.FixtureRequest,
 ) -> None:
     """`issue_refund` fails inside the sub-agent, the run is resumed, then a new turn: each
-    run is one trace under langgraph.run, each resume (root and sub-agent) is linked to its
+    run is one trace under invoke_workflow, each resume (root and sub-agent) is linked to its
     writer, every span names the node LangGraph says ran, the app reads exactly the metadata
     of the bare saver, and the findings online and offline are the same: none, since the
     ledger shows no side effect done twice."""
@@ -401,7 +401,7 @@ async def test_every_run_of_every_packaged_agent(
 async def test_an_app_span_is_the_root_of_every_packaged_agent_span(
     shape: str, saver_kind: str, otel: OTel, tmp_path: Path, request: pytest.FixtureRequest
 ) -> None:
-    """With the app's own span current around the run there is no langgraph.run span: every
+    """With the app's own span current around the run there is no invoke_workflow span: every
     library span, the sub-agents' (and those of worker threads) included, is under it."""
     async with saver_of(saver_kind, tmp_path, request) as inner:
         saver = instrumented(inner, otel, divergence=POLICY)

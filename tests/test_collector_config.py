@@ -422,7 +422,8 @@ def _policies(policies: list[dict[str, Any]]) -> Iterator[dict[str, Any]]:
 
 
 OTTL_ATTRIBUTE = re.compile(r'attributes\["([^"]+)"\]')
-OTTL_NAME = re.compile(r'\bname\s*==\s*"([^"]+)"')
+OTTL_NAME = re.compile(r'(?<![\w.])name\s*==\s*"([^"]+)"')
+OTTL_SCOPE = re.compile(r'\binstrumentation_scope\.name\s*==\s*"([^"]+)"')
 
 
 def test_tail_sampling_keys_on_names_the_library_emits() -> None:
@@ -436,6 +437,7 @@ def test_tail_sampling_keys_on_names_the_library_emits() -> None:
     span_names = set(names.spans().values())
     keys: set[str] = set()
     spans: set[str] = set()
+    scopes: set[str] = set()
     kinds: dict[str, list[dict[str, Any]]] = {}
     for policy in _policies(ts["policies"]):
         kinds.setdefault(policy["type"], []).append(policy)
@@ -445,16 +447,24 @@ def test_tail_sampling_keys_on_names_the_library_emits() -> None:
         for condition in (policy.get("ottl_condition") or {}).get("span") or []:
             keys.update(OTTL_ATTRIBUTE.findall(condition))
             spans.update(OTTL_NAME.findall(condition))
+            scopes.update(OTTL_SCOPE.findall(condition))
     assert keys, "no attribute policy"
     assert keys <= emitted_attrs, keys - emitted_attrs
     assert spans <= span_names, spans - span_names
+    assert scopes <= {names.SCOPE}, scopes
 
     # error, resume, divergence are always kept; the rest is sampled
     assert any(p["status_code"]["status_codes"] == ["ERROR"] for p in kinds["status_code"])
     assert names.SPAN_RESUME in spans or names.RESUME_KIND in keys
     assert names.RESUME_KIND in keys
     # runs that resumed or stopped at an interrupt are kept whole
-    assert names.SPAN_RUN in spans
+    run_conditions = [
+        c
+        for p in kinds["ottl_condition"]
+        for c in p["ottl_condition"]["span"]
+        if f'attributes["{names.GEN_AI_OPERATION_NAME}"] == "{names.SPAN_RUN}"' in c
+    ]
+    assert run_conditions and all(f'"{names.SCOPE}"' in c for c in run_conditions)
     string_policies = {
         (p["string_attribute"]["key"], tuple(p["string_attribute"]["values"]))
         for p in kinds["string_attribute"]

@@ -43,7 +43,7 @@ from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 from opentelemetry.sdk.trace import ReadableSpan
 
 import graphs
-from helpers import OTel, fresh_database
+from helpers import OTel, fresh_database, is_run_span
 from langgraph.checkpoint.otel import astored_history, instrument, names, stored_history
 from langgraph.checkpoint.otel.analysis.hashing import (
     combine_state_hash,
@@ -212,7 +212,7 @@ def check_spans(
     assert set(traces_per_thread) == threads
     several = {t: n for t, n in traces_per_thread.items() if n != 1}
     assert not several, f"threads spread over several traces: {list(several.items())[:5]}"
-    runs = [s for s in spans if s.name == names.SPAN_RUN]
+    runs = [s for s in spans if is_run_span(s)]
     assert len(runs) == len(threads), f"{len(runs)} run spans for {len(threads)} runs"
 
 

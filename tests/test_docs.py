@@ -39,7 +39,11 @@ def documented_names() -> set[str]:
     return {
         token
         for token in re.findall(r"`([a-z_][a-z0-9_.]*)`", text)
-        if token.startswith(("langgraph.", "gen_ai.", "error.")) and token != names.SCOPE
+        if (
+            token.startswith(("langgraph.", "gen_ai.", "error.", "session."))
+            and token != names.SCOPE
+        )
+        or token == names.SPAN_RUN
     }
 
 

@@ -231,10 +231,13 @@ def test_functional_api(otel: OTel, instrumentor: LangGraphCheckpointInstrumento
     assert names.count(PUT) == len(list(saver.list(_config("f1"))))
     assert names.count(PUT) >= 1
     assert "langgraph.checkpoint.put_writes" in names
-    # the entrypoint is one run: one trace under `langgraph.run`, with the graph's name
+    # the entrypoint is one run: one trace under `invoke_workflow {name}`, with the graph's name
     assert len({span.context.trace_id for span in otel.spans()}) == 1
     [run] = [span for span in otel.spans() if span.parent is None]
-    assert (run.name, run.attributes["langgraph.graph.name"]) == ("langgraph.run", workflow.name)
+    assert (run.name, run.attributes["langgraph.graph.name"]) == (
+        f"invoke_workflow {workflow.name}",
+        workflow.name,
+    )
     writes = [span for span in otel.spans() if span.name == "langgraph.checkpoint.put_writes"]
     assert {span.attributes["langgraph.task.node"] for span in writes} >= {"double", "workflow"}
 
@@ -450,7 +453,7 @@ def test_opentelemetry_instrument_exports_spans(
     # the app has no span of its own: its one run is one trace, under the library's run span
     assert len({s["context"]["trace_id"] for s in spans}) == 1
     roots = [s["name"] for s in spans if not s.get("parent_id")]
-    assert roots == ["langgraph.run"]
+    assert roots == ["invoke_workflow LangGraph"]
 
 
 # --------------------------------------------------------------------------------------------

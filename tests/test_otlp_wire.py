@@ -153,12 +153,13 @@ def assert_far_side(received: Received, thread_id: str) -> None:
     assert (link.trace_id, link.span_id) in writer_ids
     # saver calls succeeded: no checkpointer span is an error (the node's failure is a task
     # outcome); the runs the library opened end with their outcomes, the failed one in error
-    saver_spans = [s for _, _, s in spans if s.name != names.SPAN_RUN]
+    run_spans = [s for _, _, s in spans if names.is_run_span_name(s.name)]
+    saver_spans = [s for _, _, s in spans if not names.is_run_span_name(s.name)]
     assert all(s.status.code != Status.STATUS_CODE_ERROR for s in saver_spans)
-    runs = [attrs(s.attributes) for s in by_name[names.SPAN_RUN]]
+    runs = [attrs(s.attributes) for s in run_spans]
     assert sorted(a[names.RUN_OUTCOME] for a in runs) == ["error", "finished"]
     # each run is one trace: every span is in the trace of a run span
-    run_traces = {s.trace_id for s in by_name[names.SPAN_RUN]}
+    run_traces = {s.trace_id for s in run_spans}
     assert {s.trace_id for _, _, s in spans} == run_traces
     assert all(s.kind == s.SPAN_KIND_INTERNAL for _, _, s in spans)
 

@@ -1,5 +1,5 @@
 """One trace per run: the library's spans of a run share its trace, under the app's span or
-under a `langgraph.run` span the library opens when none is current."""
+under an `invoke_workflow` span the library opens when none is current."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from opentelemetry import trace
 from opentelemetry.sdk.trace import ReadableSpan
 
 import graphs
-from helpers import OTel
+from helpers import OTel, is_run_span
 from langgraph.checkpoint.otel import instrument, names
 from spantree import render
 
@@ -41,16 +41,16 @@ def by_trace(spans: list[ReadableSpan]) -> dict[int, list[ReadableSpan]]:
 
 
 def run_spans(otel: OTel) -> list[ReadableSpan]:
-    return [s for s in otel.spans() if s.name == names.SPAN_RUN]
+    return [s for s in otel.spans() if is_run_span(s)]
 
 
 def assert_one_trace_per_run(otel: OTel, runs: int) -> None:
-    """`runs` traces, each with one root, a `langgraph.run` span, and nothing outside it."""
+    """`runs` traces, each with one root, an `invoke_workflow` span, and nothing outside it."""
     traces = by_trace(otel.spans())
     assert len(traces) == runs
     for spans in traces.values():
         roots = [s for s in spans if s.parent is None]
-        assert [s.name for s in roots] == [names.SPAN_RUN]
+        assert [is_run_span(s) for s in roots] == [True]
 
 
 def no_current_span() -> bool:
@@ -58,7 +58,7 @@ def no_current_span() -> bool:
 
 
 MAP_TREE = """\
-langgraph.run name=LangGraph outcome=finished
+invoke_workflow LangGraph name=LangGraph outcome=finished
   get
   put step=-1 source=input nodes=[] channels_changed=[]
   put_writes node=__start__ outcome=ok channels=[__pregel_tasks,items]
@@ -70,7 +70,7 @@ langgraph.run name=LangGraph outcome=finished
 """A map-reduce run with ``ok_write_spans=True`` (every task finishes ok)."""
 
 MAP_TREE_DEFAULT = """\
-langgraph.run name=LangGraph outcome=finished
+invoke_workflow LangGraph name=LangGraph outcome=finished
   get
   put step=-1 source=input nodes=[] channels_changed=[]
   put step=0 source=loop nodes=[__start__] channels_changed=[items]

@@ -255,7 +255,7 @@ def test_the_wrapper_alone_sees_every_run_resume_and_the_divergence(
     sync_alone: list[str], async_alone: list[str]
 ) -> None:
     for seen in (sync_alone, async_alone):
-        runs = [line for line in seen if "langgraph.run" in line]
+        runs = [line for line in seen if " invoke_workflow " in line]
         assert len(runs) == 6, seen
         resumes = [line.split("kind=")[1].split()[0] for line in seen if " resume " in line]
         assert resumes == ["continue", "interrupt", "update", "fork"], seen

@@ -58,7 +58,7 @@ def config(thread: str = "t1") -> Any:
 INPUT = {"messages": [HumanMessage("weather?")], "count": 0}
 
 AGENT_TREE_WITH_OK_WRITES = """\
-langgraph.run name=LangGraph outcome=finished
+invoke_workflow LangGraph name=LangGraph outcome=finished
   get
   put step=-1 source=input nodes=[] channels_changed=[]
   put_writes node=__start__ outcome=ok channels=[branch:to:agent,count,messages]
@@ -72,7 +72,7 @@ langgraph.run name=LangGraph outcome=finished
 """The agent run's tree with ``ok_write_spans=True``: a put_writes span for every task."""
 
 AGENT_TREE = """\
-langgraph.run name=LangGraph outcome=finished
+invoke_workflow LangGraph name=LangGraph outcome=finished
   get
   put step=-1 source=input nodes=[] channels_changed=[]
   put step=0 source=loop nodes=[__start__] channels_changed=[count,messages]
@@ -283,7 +283,7 @@ def test_node_error_is_an_error_write_not_an_error_span(otel: OTel) -> None:
         builder.compile(checkpointer=saver).invoke({"n": 0}, config(), durability="sync")
     # by default the ok write of __start__ has no span; the failed task's error write has one
     assert render(otel.spans(), keys=["langgraph.task.node", "langgraph.task.outcome"]) == (
-        "langgraph.run ERROR\n  get\n  put\n  put\n  put_writes node=fail outcome=error"
+        "invoke_workflow LangGraph ERROR\n  get\n  put\n  put\n  put_writes node=fail outcome=error"
     )
 
 

@@ -336,7 +336,7 @@ def test_start_is_exported_before_the_body_with_the_calls_key(batched: Batched) 
         for e in span.events
         if e.name == names.SPAN_TOOL_START
     ]
-    assert events == [(names.SPAN_RUN, seen[0])]  # on the current span: the run's
+    assert events == [(names.run_span_name("LangGraph"), seen[0])]  # on the current span: the run's
     (start,) = batched.exported()
     assert start.parent is not None and start.kind == trace.SpanKind.INTERNAL
 

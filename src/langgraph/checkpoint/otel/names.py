@@ -20,8 +20,9 @@ SPAN_DELETE_FOR_RUNS: Final = "langgraph.checkpoint.delete_for_runs"
 SPAN_COPY_THREAD: Final = "langgraph.checkpoint.copy_thread"
 SPAN_PRUNE: Final = "langgraph.checkpoint.prune"
 SPAN_GET_DELTA_CHANNEL_HISTORY: Final = "langgraph.checkpoint.get_delta_channel_history"
-SPAN_RUN: Final = "langgraph.run"
-"""A graph run, opened by the library where no span is current when the run starts."""
+SPAN_RUN: Final = "invoke_workflow"
+"""A graph run, opened by the library where no span is current when the run starts: the GenAI
+conventions' workflow span, named `invoke_workflow {graph name}` (`run_span_name`)."""
 SPAN_MIGRATE: Final = "langgraph.schema.migrate"
 """One schema migration applied to the checkpoint a run resumes (see `schema.Migrations`)."""
 SPAN_TOOL_START: Final = "langgraph.tool.start"
@@ -45,8 +46,30 @@ namespaces, checkpoint ids); longer values are truncated and marked (see `record
 
 # --- run (the library's own run span) --------------------------------------------------------
 GRAPH_NAME: Final = "langgraph.graph.name"
+GEN_AI_OPERATION_NAME: Final = "gen_ai.operation.name"
+"""`invoke_workflow` on the run span (GenAI semantic conventions, Development status)."""
+GEN_AI_WORKFLOW_NAME: Final = "gen_ai.workflow.name"
+"""The graph's name on the run span, as `langgraph.graph.name`."""
+SESSION_ID: Final = "session.id"
+"""The thread on the run span, so backends that group by session (Phoenix, Langfuse) group a
+thread's runs."""
 RUN_OUTCOME: Final = "langgraph.run.outcome"
 """finished | interrupted | error"""
+
+
+def run_span_name(graph_name: str | None) -> str:
+    """The run span's name: `invoke_workflow {graph name}`, or `invoke_workflow` without one."""
+    return f"{SPAN_RUN} {graph_name}" if graph_name else SPAN_RUN
+
+
+FORMER_SPAN_RUN: Final = "langgraph.run"
+"""The run span's name in earlier builds, still read in span files they exported."""
+
+
+def is_run_span_name(name: str) -> bool:
+    """Whether `name` is a run span's name (see `run_span_name`), or was in earlier builds."""
+    return name in (SPAN_RUN, FORMER_SPAN_RUN) or name.startswith(SPAN_RUN + " ")
+
 
 # --- put --------------------------------------------------------------------------------------
 PARENT_ID: Final = "langgraph.checkpoint.parent_id"

@@ -2,12 +2,13 @@
 
 A run begins with the load its loop makes while entering (see `_langgraph.loop`): its trace is
 the span current then, else the enclosing graph's run (a subgraph), else a new
-`langgraph.run` span. Every span of the run's (thread, namespace), and of its subgraphs', is
-put in that trace. A sync run's span is made current in the thread that runs it (LangGraph's
-worker threads copy it); an async run's is made current only inside its node tasks, never in
-the caller's context (the loop exits in another task, and a stream can be consumed across
-tasks or abandoned half-way). When the loop exits, the run's span ends with its outcome, the
-task outcomes counted during the run are recorded, and the scope's state is forgotten.
+`invoke_workflow {graph name}` span (the GenAI conventions' workflow span). Every span of the
+run's (thread, namespace), and of its subgraphs', is put in that trace. A sync run's span is
+made current in the thread that runs it (LangGraph's worker threads copy it); an async run's is
+made current only inside its node tasks, never in the caller's context (the loop exits in
+another task, and a stream can be consumed across tasks or abandoned half-way). When the loop
+exits, the run's span ends with its outcome, the task outcomes counted during the run are
+recorded, and the scope's state is forgotten.
 """
 
 from __future__ import annotations
@@ -74,8 +75,10 @@ class Runs:
             for k, v in config_attributes(config).items()
             if k in (names.THREAD_ID, names.CONVERSATION_ID)
         }
+        if names.THREAD_ID in attributes:
+            attributes[names.SESSION_ID] = attributes[names.THREAD_ID]
         if loop.graph_name is not None:
-            attributes[names.GRAPH_NAME] = loop.graph_name
+            attributes[names.GRAPH_NAME] = attributes[names.GEN_AI_WORKFLOW_NAME] = loop.graph_name
         enclosing = self.trace_of(enclosing_scope(scope)) if scope[1] else None
         run_trace = self._telemetry.begin_run(
             attributes,

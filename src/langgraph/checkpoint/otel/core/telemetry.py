@@ -306,7 +306,7 @@ class Operation:
 
 
 class RunTrace:
-    """The trace of one graph run: the span current when it started, or a `langgraph.run`
+    """The trace of one graph run: the span current when it started, or an `invoke_workflow`
     span the library opened because none was.
 
     Spans of the run started where no span is current (the pending writes of tasks that
@@ -468,7 +468,8 @@ class Telemetry:
     ) -> RunTrace:
         """The trace of a run starting now: the current span's, else `parent`'s (the run of an
         enclosing graph), else `peer`'s (a peer instrumentation's span of the graph, never
-        current: see `peers`), else a new `langgraph.run` span with `attributes`.
+        current: see `peers`), else a new `invoke_workflow {graph name}` span with `attributes`
+        (`gen_ai.workflow.name` the graph name).
 
         The peer's or new span is made current when `activate` (a sync run, whose loop exits
         in the context it entered in, so `end_run` can restore it). An async run's loop exits
@@ -482,10 +483,15 @@ class Telemetry:
             return RunTrace(parent.context)
         own = None
         if peer is None:
+            workflow = attributes.get(names.GEN_AI_WORKFLOW_NAME)
             peer = own = self.tracer.start_span(
-                names.SPAN_RUN,
+                names.run_span_name(workflow if isinstance(workflow, str) else None),
                 kind=SpanKind.INTERNAL,
-                attributes={**attributes, names.SAVER: self.saver_name},
+                attributes={
+                    names.GEN_AI_OPERATION_NAME: names.SPAN_RUN,
+                    **attributes,
+                    names.SAVER: self.saver_name,
+                },
                 record_exception=False,
                 set_status_on_exception=False,
             )

@@ -598,7 +598,7 @@ def print_traces(spans: Sequence[SpanRecord], style: Style) -> None:
             resumes = [s for s in trace_spans if s.name == names.SPAN_RESUME]
             if not puts and not resumes:
                 continue  # a get_state_history listing: no run
-            run = next((s for s in trace_spans if s.name == names.SPAN_RUN), None)
+            run = next((s for s in trace_spans if names.is_run_span_name(s.name)), None)
             start = (
                 f"resume kind={_text(resumes[0].attributes, names.RESUME_KIND)}"
                 if resumes

@@ -398,7 +398,7 @@ def _branch(cid: str, lanes: Mapping[str, int], graph_parents: Mapping[str, str]
 def _graph_name(data: ThreadData) -> str | None:
     for span in data.spans:
         name = span.attributes.get(names.GRAPH_NAME)
-        if span.name == names.SPAN_RUN and name:
+        if names.is_run_span_name(span.name) and name:
             return str(name)
     for tup in data.tuples:
         name = _agent_name(tup) if not _ns(tup) else None
