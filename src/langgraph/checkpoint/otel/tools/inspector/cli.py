@@ -9,11 +9,14 @@
     langgraph-otel growth THREAD SOURCE...
     langgraph-otel report THREAD --html report.html SOURCE...
     langgraph-otel schema [COMMAND]                 # JSON Schema of the --json output
+    langgraph-otel timeline THREAD SOURCE --trace-url 'https://jaeger.example.com/trace/{trace_id}'
 
 Sources: arguments after the command's own (the thread; diff's checkpoints, told apart by
 `looks_like_source`), `-s` (repeatable), or LANGGRAPH_OTEL_SOURCE (space-separated, read when
 neither gives one): one saver URL and any span files or directories (see `inspector.sources`).
-Every command takes `--json`.
+Every command takes `--json`. `timeline`, `diff`, `resumes`, `diverge` and `report` take
+`--trace-url TEMPLATE` (default: LANGGRAPH_OTEL_TRACE_URL; see `trace_links`): every
+checkpoint, resume and writer they show links to its trace in the user's backend.
 """
 
 from __future__ import annotations
@@ -39,6 +42,15 @@ from langgraph.checkpoint.otel.tools.inspector.thread_list import (
     DEFAULT_LIMIT,
     ThreadQuery,
     parse_since,
+)
+from langgraph.checkpoint.otel.tools.inspector.trace_links import (
+    ENV as TRACE_URL_ENV,
+)
+from langgraph.checkpoint.otel.tools.inspector.trace_links import (
+    PLACEHOLDERS,
+    TraceUrlError,
+    TraceUrlTemplate,
+    from_setting,
 )
 
 PROG = "langgraph-otel"
@@ -83,6 +95,23 @@ RepeatableOption = Annotated[
         "shell-style pattern ('transfer_to_*'); repeatable.",
     ),
 ]
+TraceUrlOption = Annotated[
+    str | None,
+    typer.Option(
+        "--trace-url",
+        metavar="TEMPLATE",
+        help="Link every checkpoint, resume and writer to its trace in your backend: a URL "
+        "with placeholders, e.g. 'https://jaeger.example.com/trace/{trace_id}'; "
+        f"placeholders: {', '.join('{' + name + '}' for name in PLACEHOLDERS)}. Default: "
+        f"{TRACE_URL_ENV}; an empty TEMPLATE turns links off.",
+        show_default=False,
+    ),
+]
+
+
+def _links(option: str | None) -> TraceUrlTemplate | None:
+    """The checked `--trace-url` template (else the variable's), before any source is read."""
+    return from_setting(option, os.environ)
 
 
 def _policy(repeatable: list[str] | None) -> DivergencePolicy:
@@ -202,10 +231,12 @@ def timeline_command(
     source: SourceOption = None,
     as_json: JsonOption = False,
     repeatable: RepeatableOption = None,
+    trace_url: TraceUrlOption = None,
 ) -> None:
     """Every checkpoint: time, step, source, nodes, changed channels, size, hash, marks."""
+    links = _links(trace_url)
     with _open(sources_given, source) as sources:
-        data = views.ThreadData(sources, thread, _policy(repeatable))
+        data = views.ThreadData(sources, thread, _policy(repeatable), links=links)
         _emit(views.timeline(sources, thread, data), as_json, render.timeline)
 
 
@@ -233,12 +264,16 @@ def diff_command(
         ),
     ] = False,
     redact: Annotated[str | None, typer.Option(help="module:function redaction hook.")] = None,
+    trace_url: TraceUrlOption = None,
 ) -> None:
     """Channels that changed between checkpoints (content-free unless --content)."""
+    links = _links(trace_url)
     policy = ContentPolicy(redact=_load_hook(redact)) if content else None
     (a, b), given = _split_diff_arguments(arguments)
     with _open(given, source) as sources:
-        _emit(views.diffs(sources, thread, a, b, content=policy), as_json, render.diffs)
+        data = views.ThreadData(sources, thread, links=links)
+        view = views.diffs(sources, thread, a, b, content=policy, data=data)
+        _emit(view, as_json, render.diffs)
 
 
 def _load_hook(spec: str | None) -> Callable[[str, Any], Any] | None:
@@ -262,10 +297,13 @@ def resumes_command(
     sources_given: SourceArguments = None,
     source: SourceOption = None,
     as_json: JsonOption = False,
+    trace_url: TraceUrlOption = None,
 ) -> None:
     """The resume log: when, which kind, from which checkpoint, what ran first."""
+    links = _links(trace_url)
     with _open(sources_given, source) as sources:
-        _emit(views.resumes(sources, thread), as_json, render.resumes)
+        data = views.ThreadData(sources, thread, links=links)
+        _emit(views.resumes(sources, thread, data), as_json, render.resumes)
 
 
 @app.command("diverge")
@@ -275,10 +313,12 @@ def diverge_command(
     source: SourceOption = None,
     as_json: JsonOption = False,
     repeatable: RepeatableOption = None,
+    trace_url: TraceUrlOption = None,
 ) -> None:
     """Run the divergence detectors offline; exit code 1 when something diverged."""
+    links = _links(trace_url)
     with _open(sources_given, source) as sources:
-        data = views.ThreadData(sources, thread, _policy(repeatable))
+        data = views.ThreadData(sources, thread, _policy(repeatable), links=links)
         view = views.divergence_report(sources, thread, data)
     _emit(view, as_json, render.divergences)
     if view.diverged:
@@ -305,12 +345,14 @@ def report_command(
     source: SourceOption = None,
     as_json: JsonOption = False,
     repeatable: RepeatableOption = None,
+    trace_url: TraceUrlOption = None,
 ) -> None:
     """One self-contained HTML page: timeline with branches, resumes, diffs, sizes."""
     from langgraph.checkpoint.otel.tools.inspector.report import write_report
 
+    links = _links(trace_url)
     with _open(sources_given, source) as sources:
-        report = views.build_report(sources, thread, _policy(repeatable))
+        report = views.build_report(sources, thread, _policy(repeatable), links=links)
     path = write_report(report, html)
     if as_json:
         sys.stdout.write(report.model_dump_json(indent=2) + "\n")
@@ -337,7 +379,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         command.main(args=list(argv) if argv is not None else None, prog_name=PROG)
     except SystemExit as exit_:
         return exit_.code if isinstance(exit_.code, int) else (0 if exit_.code is None else 1)
-    except SourceError as exc:
+    except (SourceError, TraceUrlError) as exc:
         print(f"{PROG}: error: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:

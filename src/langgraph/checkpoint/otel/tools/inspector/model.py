@@ -8,13 +8,40 @@ node and channel names, hashes, sizes, counts and times, never channel values (a
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Any, ClassVar
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, SerializerFunctionWrapHandler, model_serializer
 
 from langgraph.checkpoint.otel.analysis.diff import CheckpointDiff
 from langgraph.checkpoint.otel.analysis.divergence import Finding
 
 SCHEMA_VERSION = 1
+
+
+class TraceLink(BaseModel):
+    """A trace in the user's backend, from the `--trace-url` template."""
+
+    trace_id: str
+    """32 hex digits."""
+    span_id: str | None = None
+    """16 hex digits: the span within the trace, where known."""
+    url: str
+
+
+class _Linked(BaseModel):
+    """A model with link fields: they are in the JSON only when set (with `--trace-url`), so
+    the output without a template is what it was before links existed."""
+
+    link_fields: ClassVar[tuple[str, ...]] = ()
+
+    @model_serializer(mode="wrap")
+    def _without_unset_links(self, handler: SerializerFunctionWrapHandler) -> Any:
+        data = handler(self)
+        if isinstance(data, dict):
+            for name in self.link_fields:
+                if name in data and not data[name]:
+                    del data[name]
+        return data
 
 
 class SourceInfo(BaseModel):
@@ -51,8 +78,10 @@ class Threads(BaseModel):
     """How many threads match, when the sources can count them cheaply (else null)."""
 
 
-class CheckpointRow(BaseModel):
+class CheckpointRow(_Linked):
     """One checkpoint on a thread's timeline."""
+
+    link_fields: ClassVar[tuple[str, ...]] = ("trace_link",)
 
     checkpoint_id: str
     short_id: str
@@ -91,6 +120,8 @@ class CheckpointRow(BaseModel):
     """Kinds of the divergence findings this checkpoint revealed."""
     duration_ms: float | None
     """The put's inner-saver time (spans only)."""
+    trace_link: TraceLink | None = None
+    """The trace of the put span that wrote the checkpoint (`--trace-url` only)."""
 
 
 class Timeline(BaseModel):
@@ -104,7 +135,9 @@ class Timeline(BaseModel):
     with its root checkpoints (None when neither is known)."""
 
 
-class ResumeRow(BaseModel):
+class ResumeRow(_Linked):
+    link_fields: ClassVar[tuple[str, ...]] = ("trace_link", "writer_trace_link")
+
     time: datetime | None
     namespace: str
     kind: str
@@ -116,6 +149,12 @@ class ResumeRow(BaseModel):
     """Trace of the put span that wrote the checkpoint resumed from (the resume's span link),
     32 hex digits: where to look in the trace viewer, also when it ran in another process."""
     writer_span_id: str | None = None
+    trace_link: TraceLink | None = None
+    """The resumed run's trace: its resume span (spans), else the put span of the first
+    checkpoint it wrote (`--trace-url` only)."""
+    writer_trace_link: TraceLink | None = None
+    """The writer's trace: the put span that wrote the checkpoint resumed from
+    (`--trace-url` only)."""
 
 
 class Resumes(BaseModel):
@@ -125,12 +164,19 @@ class Resumes(BaseModel):
     resumes: list[ResumeRow]
 
 
-class Divergences(BaseModel):
+class Divergences(_Linked):
+    link_fields: ClassVar[tuple[str, ...]] = ("checkpoint_links", "trace_links")
+
     schema_version: int = SCHEMA_VERSION
     source: SourceInfo
     thread_id: str
     diverged: bool
     findings: list[Finding]
+    checkpoint_links: dict[str, TraceLink] = Field(default_factory=dict)
+    """Per checkpoint a finding names (its own and its reference), the trace of the put span
+    that wrote it (`--trace-url` only)."""
+    trace_links: dict[str, TraceLink] = Field(default_factory=dict)
+    """Per trace id in a finding's `traces` (`--trace-url` only)."""
 
 
 class GrowthPoint(BaseModel):
@@ -156,11 +202,16 @@ class Growth(BaseModel):
     """Largest last size first."""
 
 
-class Diff(BaseModel):
+class Diff(_Linked):
+    link_fields: ClassVar[tuple[str, ...]] = ("checkpoint_links",)
+
     schema_version: int = SCHEMA_VERSION
     source: SourceInfo
     thread_id: str
     diffs: list[CheckpointDiff]
+    checkpoint_links: dict[str, TraceLink] = Field(default_factory=dict)
+    """Per checkpoint the diffs compare, the trace of the put span that wrote it
+    (`--trace-url` only)."""
 
 
 class Report(BaseModel):

@@ -1,10 +1,18 @@
-"""Terminal output of the inspector commands: rich tables (colour only on a terminal)."""
+"""Terminal output of the inspector commands: rich tables (colour only on a terminal).
+
+With a `--trace-url` template, every checkpoint id, resume and writer trace that has a link
+is a hyperlink on a terminal (OSC 8: the text is as without links); in piped output, which
+carries no hyperlinks, the cell gets a footnote mark ``[n]`` and the table is followed by the
+numbered URLs, one a line and never wrapped (a URL several cells share has one number).
+"""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime
 
 from rich.console import Console
+from rich.style import Style
 from rich.table import Table
 from rich.text import Text
 
@@ -16,6 +24,7 @@ from langgraph.checkpoint.otel.tools.inspector.model import (
     SourceInfo,
     Threads,
     Timeline,
+    TraceLink,
 )
 from langgraph.checkpoint.otel.tools.inspector.views import short_ids, subgraph_title
 
@@ -44,6 +53,35 @@ def _when(t: datetime | None) -> str:
 
 def _clock(t: datetime | None) -> str:
     return t.astimezone().strftime("%H:%M:%S.%f")[:-3] if t else "-"
+
+
+class Links:
+    """Puts trace links on cells: hyperlinks on a terminal, else footnote marks whose URLs
+    `footnotes` prints."""
+
+    def __init__(self, console: Console) -> None:
+        self.inline = console.is_terminal and console.color_system is not None
+        self.numbers: dict[str, int] = {}
+
+    def cell(self, text: str | Text, link: TraceLink | None) -> str | Text:
+        """`text`, linked to `link` (unchanged without one)."""
+        if link is None:
+            return text
+        out = Text(text) if isinstance(text, str) else text.copy()
+        if self.inline:
+            out.stylize(Style(link=link.url))
+        else:
+            number = self.numbers.setdefault(link.url, len(self.numbers) + 1)
+            out.append(f" [{number}]", style="dim")
+        return out
+
+    def footnotes(self, console: Console) -> None:
+        """The URLs of the footnote marks, numbered (nothing on a terminal)."""
+        if not self.numbers:
+            return
+        console.print(Text("trace links:", style="dim"))
+        for url, number in self.numbers.items():
+            console.print(Text(f"[{number}] {url}"), soft_wrap=True)
 
 
 def sources_line(console: Console, info: SourceInfo) -> None:
@@ -100,6 +138,7 @@ def timeline(console: Console, view: Timeline) -> None:
     has_ns = any(r.namespace for r in view.checkpoints)
     if has_ns:
         table.add_column("subgraph (namespace)", overflow="fold")
+    links = Links(console)
     for row in view.checkpoints:
         if row.namespace:  # a subgraph's checkpoint: under the branch it ran on, indented
             depth = row.namespace.count("|") + 1
@@ -115,7 +154,7 @@ def timeline(console: Console, view: Timeline) -> None:
             marks.append(f"DIVERGED {kind} ", style="bold red")
         cells: list[str | Text] = [
             lane,
-            row.short_id,
+            links.cell(row.short_id, row.trace_link),
             _clock(row.time),
             "" if row.step is None else str(row.step),
             row.source or "",
@@ -136,6 +175,7 @@ def timeline(console: Console, view: Timeline) -> None:
             )
         table.add_row(*cells, style="on grey11" if row.divergences else None)
     console.print(table)
+    links.footnotes(console)
     sources_line(console, view.source)
 
 
@@ -155,17 +195,22 @@ def resumes(console: Console, view: Resumes) -> None:
         r.first_checkpoint_id for r in view.resumes if r.first_checkpoint_id
     ]
     shorts = short_ids(ids)
+    links = Links(console)
     for row in view.resumes:
+        first = row.first_checkpoint_id
         table.add_row(
             _when(row.time),
-            Text(row.kind, style="bold magenta"),
-            shorts.get(row.from_checkpoint_id, row.from_checkpoint_id),
-            shorts.get(row.first_checkpoint_id or "", "-"),
+            links.cell(Text(row.kind, style="bold magenta"), row.trace_link),
+            links.cell(
+                shorts.get(row.from_checkpoint_id, row.from_checkpoint_id), row.writer_trace_link
+            ),
+            links.cell(shorts.get(first or "", "-"), row.trace_link if first else None),
             row.first_node or "-",
-            row.writer_trace_id or "-",
+            links.cell(row.writer_trace_id or "-", row.writer_trace_link),
             row.namespace,
         )
     console.print(table if view.resumes else Text(f"no resumes of {view.thread_id}"))
+    links.footnotes(console)
     sources_line(console, view.source)
 
 
@@ -192,20 +237,35 @@ def divergences(console: Console, view: Divergences) -> None:
         [f.checkpoint_id for f in view.findings]
         + [f.reference_checkpoint_id for f in view.findings]
     )
+    links = Links(console)
     for f in view.findings:
         table.add_row(
             Text(f.kind, style="bold red"),
             "" if f.step is None else str(f.step),
-            shorts[f.checkpoint_id],
-            shorts[f.reference_checkpoint_id],
+            links.cell(shorts[f.checkpoint_id], view.checkpoint_links.get(f.checkpoint_id)),
+            links.cell(
+                shorts[f.reference_checkpoint_id],
+                view.checkpoint_links.get(f.reference_checkpoint_id),
+            ),
             f.node or "",
             f.channel or "",
             (f.expected or "")[:16],
             (f.actual or "")[:16],
-            *(("\n".join(f.traces),) if with_traces else ()),
+            *((_traces(f.traces, view, links),) if with_traces else ()),
         )
     console.print(table)
+    links.footnotes(console)
     sources_line(console, view.source)
+
+
+def _traces(traces: Sequence[str], view: Divergences, links: Links) -> str | Text:
+    """The trace ids of a finding, one a line, each linked where it has a link."""
+    if not view.trace_links:
+        return "\n".join(traces)
+    return Text("\n").join(
+        Text(c) if isinstance(c, str) else c
+        for c in (links.cell(t, view.trace_links.get(t)) for t in traces)
+    )
 
 
 def growth(console: Console, view: Growth) -> None:
@@ -239,13 +299,12 @@ def diffs(console: Console, view: Diff) -> None:
         [d.to_checkpoint_id for d in view.diffs if d.to_checkpoint_id]
         + [d.from_checkpoint_id for d in view.diffs if d.from_checkpoint_id]
     )
+    links = Links(console)
     for d in view.diffs:
-        title = (
-            f"{shorts.get(d.from_checkpoint_id or '', '(start)')} -> "
-            f"{shorts.get(d.to_checkpoint_id or '', '?')}"
-        )
+        title = _diff_title(d.from_checkpoint_id, d.to_checkpoint_id, shorts, view, links)
         if not d.changes:
-            console.print(Text(f"{title}: no state channel changed", style="dim"))
+            line = Text.assemble(title, ": no state channel changed", style="dim")
+            console.print(line)
             continue
         table = Table(title=title, title_justify="left")
         for column in ("channel", "status", "before", "after", "change", "summary"):
@@ -262,4 +321,17 @@ def diffs(console: Console, view: Diff) -> None:
             if c.patch is not None:
                 table.add_row("", "", "", "", "", Text(str(c.patch)[:400], style="dim"))
         console.print(table)
+    links.footnotes(console)
     sources_line(console, view.source)
+
+
+def _diff_title(
+    before: str | None, after: str | None, shorts: dict[str, str], view: Diff, links: Links
+) -> str | Text:
+    """``A -> B``, each id linked to its writer's trace where it has a link (a plain string,
+    as a table title takes it, when neither has one)."""
+    first = links.cell(shorts.get(before or "", "(start)"), view.checkpoint_links.get(before or ""))
+    second = links.cell(shorts.get(after or "", "?"), view.checkpoint_links.get(after or ""))
+    if isinstance(first, str) and isinstance(second, str):
+        return f"{first} -> {second}"
+    return Text.assemble(first, " -> ", second, style="table.title")

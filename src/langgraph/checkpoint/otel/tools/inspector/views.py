@@ -48,10 +48,12 @@ from langgraph.checkpoint.otel.tools.inspector.model import (
     ThreadRow,
     Threads,
     Timeline,
+    TraceLink,
 )
 from langgraph.checkpoint.otel.tools.inspector.side_effects import side_effect_findings
 from langgraph.checkpoint.otel.tools.inspector.sources import SourceError, Sources
 from langgraph.checkpoint.otel.tools.inspector.thread_list import ThreadQuery, latest_threads
+from langgraph.checkpoint.otel.tools.inspector.trace_links import TraceUrlTemplate
 from langgraph.checkpoint.otel.tools.otlp_json import SpanRecord
 
 MIN_SHORT_ID = 6
@@ -174,11 +176,15 @@ class ThreadData:
         thread_id: str,
         policy: DivergencePolicy = DEFAULT_POLICY,
         tuples: Sequence[CheckpointTuple] | None = None,
+        *,
+        links: TraceUrlTemplate | None = None,
     ) -> None:
-        """`tuples`: the thread's checkpoints when already read (else read from the saver)."""
+        """`tuples`: the thread's checkpoints when already read (else read from the saver);
+        `links`: the `--trace-url` template, which fills the views' link fields."""
         self.sources = sources
         self.thread_id = thread_id
         self.policy = policy
+        self.links = links
         self.spans = _thread_spans(sources, thread_id)
         if tuples is None:
             tuples = sources.checkpoints(thread_id) if sources.saver is not None else []
@@ -223,6 +229,49 @@ class ThreadData:
     def resume_marks(self) -> dict[str, tuple[str | None, str | None]]:
         """(kind, from checkpoint) on the first checkpoint each resumed run wrote."""
         return _resume_marks(self)
+
+    @cached_property
+    def writer_ids(self) -> dict[str, tuple[str, str]]:
+        """Per checkpoint, (trace id, span id) of the put span that wrote it: the carrier
+        stored with it (saver), else the put span itself (spans), else the writer a resume
+        span names."""
+        found = {
+            cid: (ids["writer_trace_id"], ids["writer_span_id"])
+            for cid, ids in _writers(self).items()
+        }
+        for cid, put in self.puts_by_id.items():
+            found.setdefault(cid, (put.trace_id, put.span_id))
+        return found
+
+    @cached_property
+    def puts_by_id(self) -> dict[str, SpanRecord]:
+        """The thread's put spans by the checkpoint they wrote."""
+        return {str(s.attributes.get(names.CHECKPOINT_ID, "")): s for s in self.puts}
+
+    def checkpoint_time(self, checkpoint_id: str) -> datetime | None:
+        """When the checkpoint was written: its `ts` (saver), else its put span's start."""
+        tup = self.tuples_by_id.get(checkpoint_id)
+        when = _time(tup.checkpoint.get("ts")) if tup else None
+        put = self.puts_by_id.get(checkpoint_id)
+        if when is None and put is not None:
+            when = _span_time(put.start_time_unix_nano)
+        return when
+
+    def link(
+        self, trace_id: str | None, span_id: str | None, time: datetime | None
+    ) -> TraceLink | None:
+        """The `--trace-url` link to a trace (None without a template or a usable id)."""
+        if self.links is None or trace_id is None:
+            return None
+        url = self.links.url(trace_id, span_id, time)
+        return None if url is None else TraceLink(trace_id=trace_id, span_id=span_id, url=url)
+
+    def checkpoint_link(self, checkpoint_id: str) -> TraceLink | None:
+        """The link to the trace of the put span that wrote `checkpoint_id`."""
+        if self.links is None:
+            return None
+        trace_id, span_id = self.writer_ids.get(checkpoint_id, (None, None))
+        return self.link(trace_id, span_id, self.checkpoint_time(checkpoint_id))
 
     @cached_property
     def digests(self) -> dict[str, dict[str, tuple[str, int]]]:
@@ -319,6 +368,7 @@ def _timeline(data: ThreadData) -> Timeline:
                 resumed_from=origin,
                 divergences=sorted(set(flagged.get(cid, []))),
                 duration_ms=_inner_ms(put) if put is not None else None,
+                trace_link=data.checkpoint_link(cid),
             )
         )
     return Timeline(
@@ -445,10 +495,12 @@ def resumes(sources: Sources, thread_id: str, data: ThreadData | None = None) ->
     writers = _writers(data)
     rows: list[ResumeRow] = []
     claimed: set[str] = set()
+    resume_spans = _resume_spans(data)
     for event in data.resume_events:
         first = event.first_checkpoint_id or _first_marked(data, event, claimed)
         if first is not None:
             claimed.add(first)
+        span = resume_spans.get((event.at_ns, event.from_checkpoint_id))
         rows.append(
             ResumeRow(
                 time=_span_time(event.at_ns),
@@ -458,9 +510,11 @@ def resumes(sources: Sources, thread_id: str, data: ThreadData | None = None) ->
                 first_checkpoint_id=first,
                 first_node=event.first_node
                 or (_first_node_from(data, first) if first is not None else None),
-                **writers.get(event.from_checkpoint_id, {}),
+                writer_trace_id=writers.get(event.from_checkpoint_id, {}).get("writer_trace_id"),
+                writer_span_id=writers.get(event.from_checkpoint_id, {}).get("writer_span_id"),
             )
         )
+        rows[-1] = _with_links(rows[-1], data, span)
     tuples = data.tuples_by_id
     for cid, (kind, origin) in marks.items():
         if origin is None or cid in claimed or kind is None:
@@ -474,11 +528,43 @@ def resumes(sources: Sources, thread_id: str, data: ThreadData | None = None) ->
                 from_checkpoint_id=origin,
                 first_checkpoint_id=cid,
                 first_node=_first_node_from(data, cid),
-                **writers.get(origin, {}),
+                writer_trace_id=writers.get(origin, {}).get("writer_trace_id"),
+                writer_span_id=writers.get(origin, {}).get("writer_span_id"),
             )
         )
+        rows[-1] = _with_links(rows[-1], data, None)
     rows.sort(key=lambda r: r.time or datetime.min.replace(tzinfo=UTC))
     return Resumes(source=sources.info(), thread_id=thread_id, resumes=rows)
+
+
+def _resume_spans(data: ThreadData) -> dict[tuple[int, str], SpanRecord]:
+    """The thread's resume spans by (start, checkpoint resumed from), as the resume log
+    reads them."""
+    if data.links is None:
+        return {}
+    return {
+        (s.start_time_unix_nano, str(s.attributes.get(names.RESUME_FROM_CHECKPOINT_ID, ""))): s
+        for s in data.spans
+        if s.name == names.SPAN_RESUME
+    }
+
+
+def _with_links(row: ResumeRow, data: ThreadData, span: SpanRecord | None) -> ResumeRow:
+    """`row` with `trace_link` (the resumed run: its resume `span`, else the put span of the
+    first checkpoint it wrote) and `writer_trace_link` (the put span that wrote the checkpoint
+    it resumed from), when there is a `--trace-url` template."""
+    if data.links is None:
+        return row
+    if span is not None:
+        run = data.link(span.trace_id, span.span_id, row.time)
+    elif row.first_checkpoint_id is not None:
+        run = data.checkpoint_link(row.first_checkpoint_id)
+    else:
+        run = None
+    origin = row.from_checkpoint_id
+    writer_id, writer_span = data.writer_ids.get(origin, (None, None))
+    writer = data.link(writer_id, writer_span, data.checkpoint_time(origin) or row.time)
+    return row.model_copy(update={"trace_link": run, "writer_trace_link": writer})
 
 
 def _first_marked(data: ThreadData, event: ResumeEvent, claimed: set[str]) -> str | None:
@@ -540,8 +626,25 @@ def divergence_report(
     """Offline detectors over the thread's history, with findings flagged online."""
     data = data or ThreadData(sources, thread_id)
     findings = data.findings
+    checkpoint_links: dict[str, TraceLink] = {}
+    trace_links: dict[str, TraceLink] = {}
+    if data.links is not None:
+        for f in findings:
+            for cid in (f.checkpoint_id, f.reference_checkpoint_id):
+                link = data.checkpoint_link(cid)
+                if link is not None:
+                    checkpoint_links[cid] = link
+            for trace_id in f.traces:
+                link = data.link(trace_id, None, data.checkpoint_time(f.checkpoint_id))
+                if link is not None:
+                    trace_links[trace_id] = link
     return Divergences(
-        source=sources.info(), thread_id=thread_id, diverged=bool(findings), findings=findings
+        source=sources.info(),
+        thread_id=thread_id,
+        diverged=bool(findings),
+        findings=findings,
+        checkpoint_links=checkpoint_links,
+        trace_links=trace_links,
     )
 
 
@@ -623,7 +726,13 @@ def diffs(
             out.append(_first_diff(after, content))
         else:
             out.append(diff(before, after, content=content))
-    return Diff(source=sources.info(), thread_id=thread_id, diffs=out)
+    links: dict[str, TraceLink] = {}
+    for item in out if data.links is not None else ():
+        for cid in (item.from_checkpoint_id, item.to_checkpoint_id):
+            link = data.checkpoint_link(cid) if cid else None
+            if cid and link is not None:
+                links[cid] = link
+    return Diff(source=sources.info(), thread_id=thread_id, diffs=out, checkpoint_links=links)
 
 
 class _Empty:
@@ -640,10 +749,14 @@ def _first_diff(after: CheckpointTuple, content: ContentPolicy | None) -> Checkp
 
 
 def build_report(
-    sources: Sources, thread_id: str, policy: DivergencePolicy = DEFAULT_POLICY
+    sources: Sources,
+    thread_id: str,
+    policy: DivergencePolicy = DEFAULT_POLICY,
+    *,
+    links: TraceUrlTemplate | None = None,
 ) -> Report:
-    """Everything the HTML report shows of one thread."""
-    data = ThreadData(sources, thread_id, policy)
+    """Everything the HTML report shows of one thread (`links`: the `--trace-url` template)."""
+    data = ThreadData(sources, thread_id, policy, links=links)
     return Report(
         timeline=timeline(sources, thread_id, data),
         resumes=resumes(sources, thread_id, data),
