@@ -43,6 +43,7 @@ from langgraph.checkpoint.otel._langgraph.loop import entering_run
 from langgraph.checkpoint.otel.analysis.records import bounded_text, without_stored_telemetry
 from langgraph.checkpoint.otel.core.calls import config_attributes, latest_config
 from langgraph.checkpoint.otel.core.observer import PRUNE_COUNT_LIMIT, CheckpointObserver
+from langgraph.checkpoint.otel.core.peers import untraced
 from langgraph.checkpoint.otel.core.runs import install_loop_hooks
 from langgraph.checkpoint.otel.core.watch import Listing, ReferenceWalk
 
@@ -102,8 +103,9 @@ class InstrumentedSaver(BaseCheckpointSaver[Any]):
 
     def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
         with self.observer.load(config, entering_run()) as call:
-            loaded = self.inner.get_tuple(config)
-            latest = self.inner.get_tuple(latest_config(config)) if call.wants_latest else None
+            get_tuple = untraced(self.inner.get_tuple)  # our span is the call's one span
+            loaded = get_tuple(config)
+            latest = get_tuple(latest_config(config)) if call.wants_latest else None
             loaded = call.done(loaded, latest, self.inner.get_next_version)
             if call.walk is not None:
                 drive = self.observer.telemetry.guard
@@ -112,10 +114,9 @@ class InstrumentedSaver(BaseCheckpointSaver[Any]):
 
     async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
         with self.observer.load(config, entering_run()) as call:
-            loaded = await self.inner.aget_tuple(config)
-            latest = (
-                await self.inner.aget_tuple(latest_config(config)) if call.wants_latest else None
-            )
+            aget_tuple = untraced(self.inner.aget_tuple)  # our span is the call's one span
+            loaded = await aget_tuple(config)
+            latest = await aget_tuple(latest_config(config)) if call.wants_latest else None
             loaded = call.done(loaded, latest, self.inner.get_next_version)
             if call.walk is not None:
                 try:
@@ -128,7 +129,7 @@ class InstrumentedSaver(BaseCheckpointSaver[Any]):
         """One read of a reference walk, through the inner saver."""
         if isinstance(wanted, Listing):
             return list(itertools.islice(self.inner.list(wanted.config), wanted.limit))
-        return self.inner.get_tuple(wanted)
+        return untraced(self.inner.get_tuple)(wanted)
 
     async def _areference_read(self, wanted: Any) -> Any:
         if isinstance(wanted, Listing):
@@ -138,7 +139,7 @@ class InstrumentedSaver(BaseCheckpointSaver[Any]):
                 if len(listed) >= wanted.limit:
                     break
             return listed
-        return await self.inner.aget_tuple(wanted)
+        return await untraced(self.inner.aget_tuple)(wanted)
 
     def list(
         self,
@@ -176,7 +177,8 @@ class InstrumentedSaver(BaseCheckpointSaver[Any]):
         with self.observer.put(config, checkpoint, metadata, new_versions) as call:
             started = time.perf_counter()
             try:
-                return self.inner.put(config, checkpoint, call.metadata, call.new_versions)
+                put = untraced(self.inner.put)  # our span is the call's one span (see peers)
+                return put(config, checkpoint, call.metadata, call.new_versions)
             finally:
                 call.inner_since(started)
 
@@ -190,7 +192,8 @@ class InstrumentedSaver(BaseCheckpointSaver[Any]):
         with self.observer.put(config, checkpoint, metadata, new_versions) as call:
             started = time.perf_counter()
             try:
-                return await self.inner.aput(config, checkpoint, call.metadata, call.new_versions)
+                aput = untraced(self.inner.aput)  # our span is the call's one span (see peers)
+                return await aput(config, checkpoint, call.metadata, call.new_versions)
             finally:
                 call.inner_since(started)
 
