@@ -20,6 +20,7 @@ from helpers import (
     fresh_database,
     in_ci,
 )
+from phoenix_server import PhoenixServer, PhoenixUnavailable
 
 
 class _Server(Protocol):
@@ -107,6 +108,17 @@ def redis_url(redis_server: RedisServer) -> str:
     this test; a saver's ``setup()`` creates its indexes again."""
     redis_server.flushall()
     return redis_server.url
+
+
+# --------------------------------------------------------------------------------------------
+# Arize Phoenix (a real trace backend: OTLP in, UI and REST API out; from .venv-phoenix)
+# --------------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="session")
+def phoenix_server() -> Iterator[PhoenixServer]:
+    """``phoenix serve`` for the whole session (free ports, temp working dir, no telemetry)."""
+    yield from _session_server(PhoenixServer, PhoenixUnavailable)
 
 
 # --------------------------------------------------------------------------------------------
