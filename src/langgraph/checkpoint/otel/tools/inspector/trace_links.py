@@ -83,11 +83,13 @@ class TraceUrlTemplate:
         except ValueError as exc:  # a single "{" or "}": "{{" and "}}" are literal braces
             raise bad(f"{exc}; write {{{{ and }}}} for literal braces") from None
         known = ", ".join(f"{{{name}}}" for name in PLACEHOLDERS)
+        braces = "write {{ and }} for literal braces"
         parts: list[tuple[str, str | None]] = []
         for literal, field, spec, conversion in parsed:
             if field is not None:
                 if field not in PLACEHOLDERS:
-                    raise bad(f"unknown placeholder {{{field}}}; known: {known}")
+                    hint = "" if field.isidentifier() else f" ({braces})"
+                    raise bad(f"unknown placeholder {{{field}}}{hint}; known: {known}")
                 if spec or conversion:
                     raise bad(f"placeholder {{{field}}} takes no format spec or conversion")
             parts.append((literal, field))
