@@ -71,6 +71,29 @@ def is_run_span_name(name: str) -> bool:
     return name in (SPAN_RUN, FORMER_SPAN_RUN) or name.startswith(SPAN_RUN + " ")
 
 
+# --- agent lifecycle events (opt-in, see `core.agent_events`) ----------------------------------
+# Proposed in open-telemetry/semantic-conventions-genai PR 445 (a draft); emitted only where
+# OTEL_SEMCONV_STABILITY_OPT_IN lists gen_ai_latest_experimental.
+EVENT_AGENT_CHECKPOINTED: Final = "gen_ai.agent.checkpointed"
+"""A checkpoint was stored (in the put span's context)."""
+EVENT_AGENT_PAUSED: Final = "gen_ai.agent.paused"
+"""A run stopped at an interrupt, one per interrupt (in the run's context)."""
+EVENT_AGENT_RESUMED: Final = "gen_ai.agent.resumed"
+"""A run resumed a stored checkpoint (in the resume span's context)."""
+AGENT_EXECUTION_ID: Final = "gen_ai.agent.execution.id"
+"""The thread: what LangGraph suspends and resumes."""
+AGENT_NAME: Final = "gen_ai.agent.name"
+"""The graph's name."""
+AGENT_CHECKPOINT_ID: Final = "gen_ai.agent.checkpoint.id"
+AGENT_PAUSE_ID: Final = "gen_ai.agent.pause.id"
+"""The interrupt's id (`Interrupt.id`); a static interrupt's checkpoint id."""
+AGENT_PAUSE_REASON: Final = "gen_ai.agent.pause.reason"
+"""`human_input` for LangChain's human-in-the-loop middleware; else not set."""
+AGENT_RESUMED_FROM_TYPE: Final = "gen_ai.agent.resumed_from.type"
+"""`pause` (the run answers one pending interrupt) or `checkpoint`."""
+AGENT_RESUMED_FROM_ID: Final = "gen_ai.agent.resumed_from.id"
+
+
 # --- put --------------------------------------------------------------------------------------
 PARENT_ID: Final = "langgraph.checkpoint.parent_id"
 STEP: Final = "langgraph.checkpoint.step"

@@ -9,6 +9,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from langgraph.checkpoint.serde.types import INTERRUPT
+
 PULL_PREFIX = "~__pregel_pull, "
 """Task path of a node triggered by its channels: ``~__pregel_pull, <node>``."""
 PUSH_PREFIX = "~__pregel_push, "
@@ -99,3 +101,28 @@ def task_checkpoint_id(configurable: Mapping[str, Any]) -> Any:
         return None
     namespace = str(configurable.get("checkpoint_ns") or "")
     return checkpoint_map.get(parent_namespace(namespace))
+
+
+def interrupts_written(writes: Iterable[tuple[str, Any]]) -> list[tuple[str, bool]]:
+    """(interrupt id, whether a person reviews it) of each `Interrupt` in a task's writes.
+
+    A person reviews the interrupts of LangChain's human-in-the-loop middleware (its request
+    holds ``action_requests`` and ``review_configs``); of any other, LangGraph does not say who
+    answers it.
+    """
+    found: list[tuple[str, bool]] = []
+    for channel, value in writes:
+        if channel != INTERRUPT:
+            continue
+        for interrupt in value if isinstance(value, list | tuple) else (value,):
+            interrupt_id = getattr(interrupt, "id", None)
+            if not isinstance(interrupt_id, str) or not interrupt_id:
+                continue
+            request = getattr(interrupt, "value", None)
+            reviewed = (
+                isinstance(request, Mapping)
+                and "action_requests" in request
+                and "review_configs" in request
+            )
+            found.append((interrupt_id, reviewed))
+    return found

@@ -6,6 +6,7 @@ import contextlib
 from typing import Any
 
 from langgraph.checkpoint.base import BaseCheckpointSaver
+from opentelemetry._logs import LoggerProvider
 from opentelemetry.metrics import MeterProvider, NoOpMeterProvider
 from opentelemetry.trace import NoOpTracerProvider, TracerProvider
 
@@ -22,11 +23,13 @@ def instrument(
     *,
     tracer_provider: TracerProvider | None = None,
     meter_provider: MeterProvider | None = None,
+    logger_provider: LoggerProvider | None = None,
     **options: Any,
 ) -> BaseCheckpointSaver[Any]:
     """Return a saver that persists through `saver` and emits OpenTelemetry telemetry.
 
-    With no providers it uses the global ones. `options` are `InstrumentOptions` fields (also
+    With no providers it uses the global ones (the logger provider carries the opt-in agent
+    lifecycle events, see `core.agent_events`). `options` are `InstrumentOptions` fields (also
     read from ``LANGGRAPH_OTEL_*`` variables). An already instrumented saver is returned as is.
 
     Raises `TypeError` for a non-saver or an unknown option, `ValueError` for a bad value. A
@@ -40,7 +43,7 @@ def instrument(
     resolved = InstrumentOptions.load(options)
     if resolved.enabled:
         warn_if_export_blocks(tracer_provider)  # never raises
-    return wrap(saver, observe(saver, resolved, tracer_provider, meter_provider))
+    return wrap(saver, observe(saver, resolved, tracer_provider, meter_provider, logger_provider))
 
 
 def observe(
@@ -48,6 +51,7 @@ def observe(
     options: InstrumentOptions,
     tracer_provider: TracerProvider | None,
     meter_provider: MeterProvider | None,
+    logger_provider: LoggerProvider | None = None,
 ) -> CheckpointObserver:
     """The telemetry of savers like `saver` (its type names them), shareable by several.
 
@@ -61,6 +65,7 @@ def observe(
             options,
             tracer_provider,
             meter_provider,
+            logger_provider,
             fallback_encoder=serde_fallback(saver.serde),
         )
     except Exception as exc:

@@ -40,6 +40,7 @@ from collections.abc import Callable, Collection
 from typing import Any
 
 from langgraph.checkpoint.base import BaseCheckpointSaver
+from opentelemetry._logs import LoggerProvider
 from opentelemetry.instrumentation.instrumentor import (  # type: ignore[attr-defined]
     BaseInstrumentor,
 )
@@ -69,9 +70,9 @@ Wrapped = Callable[..., Any]
 class LangGraphCheckpointInstrumentor(BaseInstrumentor):  # type: ignore[misc]
     """An OpenTelemetry instrumentor for LangGraph checkpointers.
 
-    ``instrument(tracer_provider=None, meter_provider=None, **options)``: `options` are
-    `InstrumentOptions` fields, validated at this call (``TypeError`` for an unknown option,
-    ``ValueError`` for a bad value). Without providers the global ones are used.
+    ``instrument(tracer_provider=None, meter_provider=None, logger_provider=None, **options)``:
+    `options` are `InstrumentOptions` fields, validated at this call (``TypeError`` for an
+    unknown option, ``ValueError`` for a bad value). Without providers the global ones are used.
     """
 
     def instrumentation_dependencies(self) -> Collection[str]:
@@ -87,11 +88,12 @@ class LangGraphCheckpointInstrumentor(BaseInstrumentor):  # type: ignore[misc]
     def _instrument(self, **kwargs: Any) -> None:
         tracer_provider: TracerProvider | None = kwargs.pop("tracer_provider", None)
         meter_provider: MeterProvider | None = kwargs.pop("meter_provider", None)
+        logger_provider: LoggerProvider | None = kwargs.pop("logger_provider", None)
         options = InstrumentOptions.load(kwargs)  # a bad option fails here, not in a run
         if options.enabled:
             warn_if_export_blocks(tracer_provider)
             add_tool_key_processor(tracer_provider)  # once per provider; never raises
-        replace = _SaverReplacer(tracer_provider, meter_provider, options)
+        replace = _SaverReplacer(tracer_provider, meter_provider, logger_provider, options)
         wrapper = _checkpointer_argument(replace)
         wrap_function_wrapper(_PREGEL_MODULE, "Pregel.__init__", wrapper)
         wrap_function_wrapper(_FUNC_MODULE, "entrypoint.__init__", wrapper)
@@ -109,10 +111,12 @@ class _SaverReplacer:
         self,
         tracer_provider: TracerProvider | None,
         meter_provider: MeterProvider | None,
+        logger_provider: LoggerProvider | None,
         options: InstrumentOptions,
     ) -> None:
         self._tracer_provider = tracer_provider
         self._meter_provider = meter_provider
+        self._logger_provider = logger_provider
         self._options = options
         # id(inner) -> wrapper; the wrapper keeps its inner saver alive, so the id is stable
         # for as long as the entry exists.
@@ -143,7 +147,11 @@ class _SaverReplacer:
                 observer = self._observers.get(kind)
                 if observer is None:
                     observer = observe(
-                        checkpointer, self._options, self._tracer_provider, self._meter_provider
+                        checkpointer,
+                        self._options,
+                        self._tracer_provider,
+                        self._meter_provider,
+                        self._logger_provider,
                     )
                     self._observers[kind] = observer
                 wrapper = wrap(checkpointer, observer)

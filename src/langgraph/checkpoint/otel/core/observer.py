@@ -18,6 +18,7 @@ from typing import Any
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import ChannelVersions, Checkpoint, CheckpointMetadata
 from opentelemetry import trace
+from opentelemetry._logs import LoggerProvider
 from opentelemetry.metrics import MeterProvider
 from opentelemetry.trace import TracerProvider
 from opentelemetry.util.types import AttributeValue
@@ -27,6 +28,7 @@ from langgraph.checkpoint.otel._langgraph.loop import LoopRun
 from langgraph.checkpoint.otel.analysis.hashing import StateHasher
 from langgraph.checkpoint.otel.analysis.lineage import RunStart
 from langgraph.checkpoint.otel.analysis.records import bounded_text, key_text
+from langgraph.checkpoint.otel.core.agent_events import AgentEvents, opted_in
 from langgraph.checkpoint.otel.core.calls import (
     InnerCall,
     ListCall,
@@ -39,7 +41,12 @@ from langgraph.checkpoint.otel.core.put_report import PutReporter
 from langgraph.checkpoint.otel.core.resumes import ResumeReporter
 from langgraph.checkpoint.otel.core.runs import Runs
 from langgraph.checkpoint.otel.core.scope_state import ScopeStates, scope_of
-from langgraph.checkpoint.otel.core.telemetry import Operation, RunTrace, Telemetry
+from langgraph.checkpoint.otel.core.telemetry import (
+    PACKAGE_VERSION,
+    Operation,
+    RunTrace,
+    Telemetry,
+)
 from langgraph.checkpoint.otel.core.watch import DivergenceWatch
 from langgraph.checkpoint.otel.options import InstrumentOptions
 
@@ -56,10 +63,12 @@ class CheckpointObserver:
         options: InstrumentOptions,
         tracer_provider: TracerProvider | None,
         meter_provider: MeterProvider | None,
+        logger_provider: LoggerProvider | None = None,
         fallback_encoder: Callable[[Any], bytes] | None = None,
     ) -> None:
         self.options = options
         self.telemetry = Telemetry(saver_name, tracer_provider, meter_provider)
+        self._events = AgentEvents(logger_provider, PACKAGE_VERSION) if opted_in() else None
         self._hasher = StateHasher(
             options.hash_cache_size,
             fallback=fallback_encoder,
@@ -67,12 +76,20 @@ class CheckpointObserver:
         )
         self._states = ScopeStates(options.hash_cache_size)
         self._watch = DivergenceWatch(options.divergence, messages_channel=options.messages_channel)
-        self._runs = Runs(self.telemetry, self._states, self._hasher, options.hash_cache_size)
+        self._runs = Runs(
+            self.telemetry, self._states, self._hasher, options.hash_cache_size, self._events
+        )
         self._puts = PutReporter(
             options, self.telemetry, self._states, self._runs, self._hasher, self._watch
         )
         self._resumes = ResumeReporter(
-            options, self.telemetry, self._states, self._runs, self._hasher, self._watch
+            options,
+            self.telemetry,
+            self._states,
+            self._runs,
+            self._hasher,
+            self._watch,
+            self._events,
         )
 
     def forget_threads(self, thread_ids: Iterable[Any]) -> None:
@@ -138,6 +155,15 @@ class CheckpointObserver:
             )
             call.op = op
             yield call
+            if self._events is not None:
+                self.telemetry.guard(
+                    "agent event",
+                    self._events.checkpointed,
+                    op.span,
+                    str(attributes.get(names.THREAD_ID, "")),
+                    str(attributes[names.CHECKPOINT_ID]),
+                    self._runs.graph_name(scope),
+                )
             # the checkpoint is stored; a strict-mode callback may now stop the run
             if call.findings and self.options.on_divergence is not None:
                 for finding in call.findings:
@@ -180,6 +206,8 @@ class CheckpointObserver:
             yield call
         if described is not None:
             self._runs.count_task(scope, str(described[names.TASK_NODE]), str(outcome))
+        if outcome == "interrupt" and self._events is not None:
+            self.telemetry.guard("note pauses", self._runs.note_pauses, scope, config, writes)
 
     # --- reads and maintenance --------------------------------------------------------------
 

@@ -14,11 +14,13 @@ from langgraph.checkpoint.base import Checkpoint, CheckpointTuple
 from opentelemetry.util.types import AttributeValue
 
 from langgraph.checkpoint.otel import names
+from langgraph.checkpoint.otel._langgraph.formats import interrupts_written
 from langgraph.checkpoint.otel.analysis.hashing import StateHasher
 from langgraph.checkpoint.otel.analysis.lineage import (
     LoadedCheckpoint,
     Resume,
     RunStart,
+    TraceContext,
     classify_resume,
     parse_carrier,
 )
@@ -30,6 +32,7 @@ from langgraph.checkpoint.otel.analysis.records import (
     last_tool_requests,
     read_stored_telemetry,
 )
+from langgraph.checkpoint.otel.core.agent_events import AgentEvents
 from langgraph.checkpoint.otel.core.calls import LoadCall, NextVersion, config_attributes
 from langgraph.checkpoint.otel.core.runs import Runs
 from langgraph.checkpoint.otel.core.scope_state import ScopeStates, SeenCheckpoint, scope_of
@@ -54,8 +57,10 @@ class ResumeReporter:
         runs: Runs,
         hasher: StateHasher,
         watch: DivergenceWatch,
+        events: AgentEvents | None = None,
     ) -> None:
         self._options = options
+        self._events = events
         self._telemetry = telemetry
         self._states = states
         self._runs = runs
@@ -88,6 +93,10 @@ class ResumeReporter:
                 attributes[names.RESUME_WRITER_SPAN_ID] = f"{writer.span_id:016x}"
             if call.run_trace is not None:
                 call.run_trace.set({names.RESUME_KIND: resume.kind})
+            if self._events is not None and not scope[1]:
+                self._telemetry.guard(
+                    "agent event", self._report_resume, op, scope, resume, result, writer
+                )
             call.migration = self._check_schema(op, stored, attributes)
             self._note_tool_requests(scope, resume, result.checkpoint.get("channel_values") or {})
             with self._states.lock:
@@ -120,6 +129,31 @@ class ResumeReporter:
                 )
             self._telemetry.count_resume(resume.kind)
         op.set(attributes)
+
+    def _report_resume(
+        self,
+        op: Operation,
+        scope: Scope,
+        resume: Resume,
+        loaded: CheckpointTuple,
+        writer: TraceContext | None,
+    ) -> None:
+        """`gen_ai.agent.resumed`: from the one interrupt an `interrupt` resume answers, else
+        from the checkpoint."""
+        assert self._events is not None
+        pending = interrupts_written(
+            (channel, value) for _, channel, value in loaded.pending_writes or ()
+        )
+        pause_id = pending[0][0] if resume.kind == "interrupt" and len(pending) == 1 else None
+        self._events.resumed(
+            op.span,
+            scope[0],
+            self._runs.graph_name(scope),
+            kind=resume.kind,
+            checkpoint_id=str(loaded.checkpoint.get("id", "")),
+            pause_id=pause_id,
+            writer=writer,
+        )
 
     def _check_schema(
         self, op: Operation, stored: StoredTelemetry | None, attributes: dict[str, AttributeValue]

@@ -15,9 +15,10 @@ from __future__ import annotations
 
 import threading
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field
+from typing import Any
 
 from langchain_core.runnables import RunnableConfig
 from opentelemetry import context as otel_context
@@ -25,10 +26,12 @@ from opentelemetry import trace
 
 from langgraph.checkpoint.otel import names
 from langgraph.checkpoint.otel._langgraph import loop as langgraph_loop
+from langgraph.checkpoint.otel._langgraph.formats import interrupts_written
 from langgraph.checkpoint.otel._langgraph.loop import LoopRun, RunOutcome
 from langgraph.checkpoint.otel.analysis.hashing import StateHasher
 from langgraph.checkpoint.otel.analysis.records import Scope
 from langgraph.checkpoint.otel.bounded import BoundedDict
+from langgraph.checkpoint.otel.core.agent_events import AgentEvents, Pause
 from langgraph.checkpoint.otel.core.calls import config_attributes
 from langgraph.checkpoint.otel.core.peers import peer_span
 from langgraph.checkpoint.otel.core.scope_state import (
@@ -52,6 +55,8 @@ class Run:
     per pair instead of one per call)."""
     lineage: Lineage | None = None
     """The thread's line at the run's last put, recorded when the run ends."""
+    pauses: dict[str, Pause] = field(default_factory=dict)
+    """The interrupts the run (its subgraphs' included) stopped at, by id (agent events)."""
     ended: bool = False
 
 
@@ -59,9 +64,15 @@ class Runs:
     """The runs in progress through one instrumented saver."""
 
     def __init__(
-        self, telemetry: Telemetry, states: ScopeStates, hasher: StateHasher, max_runs: int
+        self,
+        telemetry: Telemetry,
+        states: ScopeStates,
+        hasher: StateHasher,
+        max_runs: int,
+        events: AgentEvents | None = None,
     ) -> None:
         self._telemetry = telemetry
+        self._events = events
         self._states = states
         self._hasher = hasher
         self._lock = threading.Lock()
@@ -120,6 +131,8 @@ class Runs:
             if current:
                 del self._runs[scope]
             counts, run.task_outcomes = run.task_outcomes, Counter()
+        if self._events is not None and outcome == "interrupted" and not scope[1]:
+            self._telemetry.guard("agent event", self._report_pauses, scope, run)
         if current:
             self._states.drop(scope)
         _ASYNC_RUNS.remove(scope, run.trace)
@@ -129,6 +142,38 @@ class Runs:
             self._telemetry.record_thread_growth(*run.lineage)
         self._hasher.release(scope)
         self._telemetry.end_run(run.trace, outcome, error)
+
+    def _report_pauses(self, scope: Scope, run: Run) -> None:
+        """`gen_ai.agent.paused` for each interrupt the root run stopped at; a static interrupt
+        (`interrupt_before` / `after`) has no id: its checkpoint is the pause."""
+        assert self._events is not None
+        pauses = list(run.pauses.values())
+        if not pauses:
+            with self._states.lock:
+                seen = self._states.get(scope).last_checkpoint
+            if seen is None:
+                return
+            pauses = [Pause(seen.id, seen.id)]
+        for pause in pauses:
+            self._events.paused(run.trace.context, scope[0], pause, run.loop.graph_name)
+
+    def note_pauses(
+        self, scope: Scope, config: RunnableConfig, writes: Sequence[tuple[str, Any]]
+    ) -> None:
+        """Keep the interrupts a task wrote on the run of its thread's root graph."""
+        checkpoint_id = str((config.get("configurable") or {}).get("checkpoint_id", ""))
+        with self._lock:
+            run = self._runs.get((scope[0], ""))
+            if run is None:
+                return
+            for pause_id, reviewed in interrupts_written(writes):
+                run.pauses.setdefault(pause_id, Pause(pause_id, checkpoint_id, reviewed))
+
+    def graph_name(self, scope: Scope) -> str | None:
+        """The name of the graph running in `scope` (or the nearest enclosing one)."""
+        with self._lock:
+            run = nearest(self._runs, scope)
+        return run.loop.graph_name if run is not None else None
 
     def trace_of(self, scope: Scope) -> RunTrace | None:
         """The trace of the run in `scope`, or else of the nearest enclosing graph's run."""
