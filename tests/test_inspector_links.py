@@ -584,3 +584,40 @@ def test_in_chromium_the_reports_anchors_point_at_the_traces(
     puts = written.puts()
     for row in report["timeline"]["checkpoints"]:
         assert linked_ids(row["trace_link"]["url"]) == puts[row["checkpoint_id"]]
+
+
+# --------------------------------------------------------------------------------------------
+# a real backend: Phoenix
+# --------------------------------------------------------------------------------------------
+
+
+def test_the_documented_phoenix_template_opens_the_checkpoints_trace_in_a_real_phoenix(
+    phoenix_server: Any, browser: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+    from opentelemetry.sdk.resources import Resource
+
+    provider = TracerProvider(resource=Resource.create({"service.name": "links"}))
+    exporter = OTLPSpanExporter(endpoint=phoenix_server.otlp_traces_endpoint)
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    conn = sqlite3.connect(tmp_path / "db.sqlite", check_same_thread=False)
+    graph = agents.react_agent(
+        instrument(SqliteSaver(conn), tracer_provider=provider), interrupt_before=["tools"]
+    )
+    config = {"configurable": {"thread_id": "phoenix-linked"}}
+    graph.invoke(agents.question(), config)
+    graph.invoke(None, config)  # a resume: the last checkpoints are in a second trace
+    provider.shutdown()
+    conn.close()
+    host = phoenix_server.url.removeprefix("http://")
+    template = documented_templates()["Phoenix"].replace("PHOENIX_HOST", host)
+    saver = f"sqlite:///{tmp_path / 'db.sqlite'}"
+    rows = run_json(capsys, "timeline", "phoenix-linked", saver, "--trace-url", template)[
+        "checkpoints"
+    ]
+    link = rows[-1]["trace_link"]
+    assert link["url"] == f"{phoenix_server.url}/redirects/traces/{link['trace_id']}"
+    page = chromium(browser, link["url"], "--virtual-time-budget=5000", "--dump-dom")
+    # the redirect found the trace's project and drew the trace with its checkpoint spans
+    assert f"/traces/{link['trace_id']}" in page.stdout
+    assert names.SPAN_RESUME in page.stdout and names.SPAN_PUT in page.stdout
