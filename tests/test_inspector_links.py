@@ -36,6 +36,7 @@ from langgraph.checkpoint.otel.tools.inspector.trace_links import (
     TraceUrlTemplate,
     from_setting,
 )
+from langgraph.checkpoint.otel.tools.inspector.views import short_ids
 from langgraph.checkpoint.otel.tools.otlp_json import OtlpJsonSpanExporter
 from test_report_browser import chromium, chromium_binary, parse
 
@@ -519,6 +520,48 @@ def test_piped_resumes_mark_the_kind_the_checkpoints_and_the_writer_trace(
         writer_mark = notes[row["writer_trace_link"]["url"]]
         assert f"{row['kind']} [{run_mark}]" in out
         assert f"{row['writer_trace_id']} [{writer_mark}]" in out
+
+
+def _footnotes(out: str) -> dict[str, str]:
+    """URL -> its footnote number, from piped output."""
+    return {url: n for n, url in re.findall(r"^\[(\d+)\] (\S+)$", out, re.MULTILINE)}
+
+
+def test_piped_diff_titles_mark_both_checkpoints(
+    written: Written, capsys: pytest.CaptureFixture[str]
+) -> None:
+    view = run_json(capsys, "diff", THREAD, written.saver_url, "--trace-url", TEMPLATE)
+    _, out, _ = run(capsys, "diff", THREAD, written.saver_url, "--trace-url", TEMPLATE)
+    notes = _footnotes(out)
+    links = view["checkpoint_links"]
+    line = run_json(capsys, "timeline", THREAD, written.saver_url)["checkpoints"]
+    short = {r["checkpoint_id"]: r["short_id"] for r in line}
+    for d in view["diffs"]:
+        if d["from_checkpoint_id"] is None:
+            continue
+        before, after = d["from_checkpoint_id"], d["to_checkpoint_id"]
+        title = (
+            f"{short[before]} [{notes[links[before]['url']]}] -> "
+            f"{short[after]} [{notes[links[after]['url']]}]"
+        )
+        assert title in out
+
+
+def test_piped_diverge_marks_the_checkpoint_and_reference_of_each_finding(
+    written: Written, capsys: pytest.CaptureFixture[str]
+) -> None:
+    src = written.sources("both")
+    view = run_json(capsys, "diverge", THREAD, *src, "--trace-url", TEMPLATE)
+    code, out, _ = run(capsys, "diverge", THREAD, *src, "--trace-url", TEMPLATE)
+    assert code == 1
+    notes = _footnotes(out)
+    findings = view["findings"]
+    shown = short_ids(
+        [f["checkpoint_id"] for f in findings] + [f["reference_checkpoint_id"] for f in findings]
+    )  # as the table shortens them
+    for f in findings:
+        for cid in (f["checkpoint_id"], f["reference_checkpoint_id"]):
+            assert f"{shown[cid]} [{notes[view['checkpoint_links'][cid]['url']]}]" in out
 
 
 # --------------------------------------------------------------------------------------------
