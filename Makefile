@@ -78,15 +78,15 @@ tools: venv
 	  echo "==> $$script"; bash "$$script"; \
 	done
 
-## lint: ruff check, ruff format --check, mypy --strict on src/
+## lint: ruff check, ruff format --check, mypy --strict on src/ and the examples
 lint: venv
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
-	$(BIN)/mypy --strict src/
+	$(BIN)/mypy --strict src/ examples/refund_demo.py examples/refund_agent.py examples/agent.py
 
 ## demo: run the demo
 demo: venv
-	$(BIN)/python -m langgraph.checkpoint.otel.tools.demo
+	$(BIN)/python examples/refund_demo.py
 
 ## bench: run the benchmarks (with the peer instrumentations of the `bench` extra; PostgreSQL
 ## server binaries for the PostgreSQL cell)

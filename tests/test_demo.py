@@ -24,11 +24,7 @@ from opentelemetry.proto.collector.metrics.v1.metrics_service_pb2 import (
     ExportMetricsServiceRequest,
 )
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
-
-from langgraph.checkpoint.otel import names
-from langgraph.checkpoint.otel.analysis.divergence import divergences
-from langgraph.checkpoint.otel.analysis.records import history_records
-from langgraph.checkpoint.otel.tools.demo import (
+from refund_demo import (
     APPROVAL_THREAD,
     CHILD_ROLE,
     CRASH_THREAD,
@@ -38,6 +34,10 @@ from langgraph.checkpoint.otel.tools.demo import (
     THREAD_ORDERS,
     THREADS,
 )
+
+from langgraph.checkpoint.otel import names
+from langgraph.checkpoint.otel.analysis.divergence import divergences
+from langgraph.checkpoint.otel.analysis.records import history_records
 from langgraph.checkpoint.otel.tools.otlp_json import (
     HistogramPoint,
     NumberPoint,
@@ -47,6 +47,8 @@ from langgraph.checkpoint.otel.tools.otlp_json import (
 )
 
 WALL_LIMIT_S = 60.0
+DEMO = Path(__file__).resolve().parents[1] / "examples" / "refund_demo.py"
+"""`make demo` runs the demo from examples/ (it is not installed)."""
 
 
 @dataclass(frozen=True)
@@ -77,7 +79,7 @@ def demo(tmp_path_factory: pytest.TempPathFactory) -> Demo:
     (out / "spans-old-child.jsonl").write_text("stale\n")  # a file of an earlier run
     started = time.perf_counter()
     proc = subprocess.run(
-        [sys.executable, "-m", "langgraph.checkpoint.otel.tools.demo", "--out", str(out)],
+        [sys.executable, str(DEMO), "--out", str(out)],
         capture_output=True,
         text=True,
         timeout=WALL_LIMIT_S + 30,
@@ -286,7 +288,7 @@ def test_demo_exports_to_otlp_endpoint(tmp_path: Path) -> None:
     endpoint = f"http://127.0.0.1:{server.server_address[1]}"
     try:
         proc = subprocess.run(
-            [sys.executable, "-m", "langgraph.checkpoint.otel.tools.demo", "--out", str(tmp_path)],
+            [sys.executable, str(DEMO), "--out", str(tmp_path)],
             capture_output=True,
             text=True,
             timeout=WALL_LIMIT_S + 30,
@@ -330,7 +332,8 @@ def test_every_inspector_command_works_on_the_demo_output(
     """The inspector on what `make demo` leaves: its database and its span files."""
     import json
 
-    from langgraph.checkpoint.otel.tools.demo import FORK_THREAD, THREADS
+    from refund_demo import FORK_THREAD, THREADS
+
     from langgraph.checkpoint.otel.tools.inspector.cli import main
 
     sources = ["-s", f"sqlite:///{demo.out / 'demo.sqlite'}", "-s", str(demo.out)]

@@ -1,6 +1,7 @@
 """The package's layers, bottom to top: the base modules (`names`, `options`, `bounded`,
-`migrations`) beside `_langgraph` (every LangGraph internal and string format), `analysis` (pure logic), `core` (the wrapper), the public API of the package root
-(`instrument`, ...), `tools` (inspector, demo, harness, OTLP files) built on it, and
+`migrations`) beside `_langgraph` (every LangGraph internal and string format), `analysis` (pure
+logic), `core` (the wrapper), `tools` (inspector, harness, OTLP files) built on it, the public
+face of the package root (which re-exports, lazily, what users call from every layer), and
 `__main__` (the inspector's launcher). No module imports a layer above its own."""
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import langgraph.checkpoint.otel
 
 PACKAGE = "langgraph.checkpoint.otel"
 ROOT = Path(langgraph.checkpoint.otel.__file__).parent
-RANK = {"base": 0, "_langgraph": 0, "analysis": 1, "core": 2, "facade": 3, "tools": 4, "main": 5}
+RANK = {"base": 0, "_langgraph": 0, "analysis": 1, "core": 2, "tools": 3, "facade": 4, "main": 5}
 
 
 def layer_of_module(relative: Path) -> str:
@@ -102,3 +103,59 @@ def test_the_inspector_loads_without_the_wrapper() -> None:
         [sys.executable, "-c", probe], capture_output=True, text=True, check=True
     ).stdout.strip()
     assert loaded == "[]"
+
+
+def test_the_pytest_plugin_imports_nothing_heavy() -> None:
+    """pytest loads the plugin in every project that installs the package: it must not import
+    LangGraph, LangChain, the SDK, the wrapper or the harness until a test uses the fixture."""
+    import subprocess
+    import sys
+
+    heavy = (
+        "langgraph.checkpoint.otel.tools.testing",
+        "langgraph.checkpoint.otel.core.saver",
+        "langgraph.graph",
+        "langgraph.pregel",
+        "langchain_core",
+        "opentelemetry.sdk",
+        "pydantic",
+    )
+    probe = (
+        "import sys, langgraph.checkpoint.otel.tools.pytest_plugin\n"
+        f"print(sorted(m for m in {heavy!r} if m in sys.modules))"
+    )
+    loaded = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True
+    ).stdout.strip()
+    assert loaded == "[]"
+
+
+REPO = Path(__file__).resolve().parents[1]
+DOCUMENTED = [
+    REPO / "README.md",
+    *sorted((REPO / "docs").glob("*.md")),
+    *sorted((REPO / "examples").glob("*.py")),
+]
+
+
+def test_the_docs_and_examples_import_only_the_public_face() -> None:
+    """What README, docs and examples tell users to import is importable from the package root
+    (or is the `names` contract): nothing they show reaches into an internal module."""
+    import re
+
+    import langgraph.checkpoint.otel as root
+
+    internal, unknown = [], []
+    for path in DOCUMENTED:
+        text = path.read_text()
+        for module in re.findall(r"from (langgraph\.checkpoint\.otel\.[\w.]+) import", text):
+            if module != f"{PACKAGE}.names":
+                internal.append(f"{path.name}: {module}")
+        for grouped, single in re.findall(
+            r"from langgraph\.checkpoint\.otel import (?:\(([^)]*)\)|([\w ,]+))", text
+        ):
+            imported = grouped or single
+            for name in (n.strip() for n in imported.split(",")):
+                if name and name != "names" and name not in root.__all__:
+                    unknown.append(f"{path.name}: {name}")
+    assert internal == [] and unknown == []

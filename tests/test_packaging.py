@@ -76,7 +76,7 @@ def test_the_wheel_carries_the_package_and_its_entry_points(
         text = whl.read(entry_points).decode()
     assert "[opentelemetry_instrumentor]" in text
     assert "langgraph_checkpoint = langgraph.checkpoint.otel.core.instrumentor:" in text
-    assert "[pytest11]" in text and "langgraph.checkpoint.otel.tools.testing" in text
+    assert "[pytest11]" in text and "langgraph.checkpoint.otel.tools.pytest_plugin" in text
     assert "langgraph-otel = langgraph.checkpoint.otel.tools.inspector.cli:console_script" in text
     assert any(f.endswith(".dist-info/licenses/LICENSE") for f in wheel_files)
 
@@ -100,3 +100,9 @@ def test_the_license_is_mit() -> None:
     text = (ROOT / "LICENSE").read_text()
     assert text.startswith("MIT License")
     assert "Copyright (c) 2026 the langgraph-checkpoint-otel authors" in text
+
+
+def test_the_wheel_carries_no_demo(wheel_files: list[str]) -> None:
+    """The demo and its agent live in examples/ (`make demo`), not in what users install."""
+    assert not [f for f in wheel_files if "demo" in f.rsplit("/", 1)[-1]]
+    assert f"{PACKAGE}/tools/pytest_plugin.py" in wheel_files

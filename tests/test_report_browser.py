@@ -382,7 +382,7 @@ def test_the_demo_report_renders_and_is_the_readme_picture(browser: str, tmp_pat
 
     out = tmp_path / ".demo"  # run as `make demo` runs it: the page names `.demo/...`
     done = subprocess.run(
-        [sys.executable, "-m", "langgraph.checkpoint.otel.tools.demo", "--out", ".demo"],
+        [sys.executable, str(REPO / "examples" / "refund_demo.py"), "--out", ".demo"],
         cwd=tmp_path,
         capture_output=True,
         text=True,

@@ -4,8 +4,14 @@ checkpoint write, pending write and load.
     from langgraph.checkpoint.otel import instrument
     graph = builder.compile(checkpointer=instrument(SqliteSaver(conn)))
 
-The names below are loaded on first use, so a process that only reads checkpoints (the
-inspector) or imports a submodule (`names`) does not load the wrapper.
+The public API is what this module exports (`__all__`): the wrapper and its Instrumentor, the
+offline analysis of stored checkpoints and exported spans, the resume harness and the span-file
+exporter and readers; with the `langgraph-otel` command, the ``resume_checker`` pytest fixture,
+the telemetry names (`names`, see docs/telemetry.md) and `InstrumentOptions`'s fields. Every
+other module is internal and may change in any release.
+
+The names are loaded on first use, so a process that only reads checkpoints (the inspector)
+or imports a submodule (`names`) does not load the wrapper.
 """
 
 from __future__ import annotations
@@ -14,28 +20,73 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from langgraph.checkpoint.otel.analysis.diff import (
+        diff,
+    )
+    from langgraph.checkpoint.otel.analysis.divergence import (
+        Finding,
+        divergences,
+    )
+    from langgraph.checkpoint.otel.analysis.lineage import (
+        resume_log,
+    )
+    from langgraph.checkpoint.otel.analysis.records import (
+        CheckpointRecord,
+        history_records,
+        span_facts,
+    )
     from langgraph.checkpoint.otel.core.instrument import (
         instrument,
         is_instrumented,
         uninstrument,
     )
-    from langgraph.checkpoint.otel.core.instrumentor import LangGraphCheckpointInstrumentor
+    from langgraph.checkpoint.otel.core.instrumentor import (
+        LangGraphCheckpointInstrumentor,
+    )
     from langgraph.checkpoint.otel.core.saver import (
         InstrumentedSaver,
         astored_history,
         stored_history,
     )
-    from langgraph.checkpoint.otel.core.telemetry import PACKAGE_VERSION as __version__
+    from langgraph.checkpoint.otel.core.telemetry import (
+        PACKAGE_VERSION as __version__,
+    )
     from langgraph.checkpoint.otel.core.tool_spans import (
         ToolKeySpanProcessor,
         add_tool_key_processor,
         record_tool_start,
     )
-    from langgraph.checkpoint.otel.migrations import Migrations, SchemaMigrationError
-    from langgraph.checkpoint.otel.options import InstrumentOptions
+    from langgraph.checkpoint.otel.migrations import (
+        Migrations,
+        SchemaMigrationError,
+    )
+    from langgraph.checkpoint.otel.options import (
+        DivergencePolicy,
+        InstrumentOptions,
+    )
+    from langgraph.checkpoint.otel.tools.otlp_json import (
+        HistogramPoint,
+        MetricPoint,
+        NumberPoint,
+        OtlpJsonMetricExporter,
+        OtlpJsonSpanExporter,
+        SpanRecord,
+        merge_histograms,
+        read_metrics,
+        read_spans,
+        write_span_files,
+    )
+    from langgraph.checkpoint.otel.tools.testing import (
+        ResumeChecker,
+        ResumeReport,
+        acheck_resume,
+        check_resume,
+    )
 
 _EXPORTS: dict[str, tuple[str, str]] = {
+    # The wrapper
     "InstrumentOptions": ("options", "InstrumentOptions"),
+    "DivergencePolicy": ("options", "DivergencePolicy"),
     "InstrumentedSaver": ("core.saver", "InstrumentedSaver"),
     "LangGraphCheckpointInstrumentor": ("core.instrumentor", "LangGraphCheckpointInstrumentor"),
     "Migrations": ("migrations", "Migrations"),
@@ -49,24 +100,70 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "record_tool_start": ("core.tool_spans", "record_tool_start"),
     "stored_history": ("core.saver", "stored_history"),
     "uninstrument": ("core.instrument", "uninstrument"),
+    # Offline analysis of stored checkpoints and exported spans
+    "CheckpointRecord": ("analysis.records", "CheckpointRecord"),
+    "Finding": ("analysis.divergence", "Finding"),
+    "divergences": ("analysis.divergence", "divergences"),
+    "history_records": ("analysis.records", "history_records"),
+    "diff": ("analysis.diff", "diff"),
+    "resume_log": ("analysis.lineage", "resume_log"),
+    "span_facts": ("analysis.records", "span_facts"),
+    # The resume harness (under pytest also the `resume_checker` fixture)
+    "ResumeChecker": ("tools.testing", "ResumeChecker"),
+    "ResumeReport": ("tools.testing", "ResumeReport"),
+    "check_resume": ("tools.testing", "check_resume"),
+    "acheck_resume": ("tools.testing", "acheck_resume"),
+    # Span and metric files (OTLP/JSON lines)
+    "OtlpJsonSpanExporter": ("tools.otlp_json", "OtlpJsonSpanExporter"),
+    "OtlpJsonMetricExporter": ("tools.otlp_json", "OtlpJsonMetricExporter"),
+    "write_span_files": ("tools.otlp_json", "write_span_files"),
+    "read_spans": ("tools.otlp_json", "read_spans"),
+    "read_metrics": ("tools.otlp_json", "read_metrics"),
+    "SpanRecord": ("tools.otlp_json", "SpanRecord"),
+    "MetricPoint": ("tools.otlp_json", "MetricPoint"),
+    "NumberPoint": ("tools.otlp_json", "NumberPoint"),
+    "HistogramPoint": ("tools.otlp_json", "HistogramPoint"),
+    "merge_histograms": ("tools.otlp_json", "merge_histograms"),
 }
 """Public name -> (module under this package, attribute)."""
 
 __all__ = [
+    "CheckpointRecord",
+    "DivergencePolicy",
+    "Finding",
+    "HistogramPoint",
     "InstrumentOptions",
     "InstrumentedSaver",
     "LangGraphCheckpointInstrumentor",
+    "MetricPoint",
     "Migrations",
+    "NumberPoint",
+    "OtlpJsonMetricExporter",
+    "OtlpJsonSpanExporter",
+    "ResumeChecker",
+    "ResumeReport",
     "SchemaMigrationError",
+    "SpanRecord",
     "ToolKeySpanProcessor",
     "__version__",
+    "acheck_resume",
     "add_tool_key_processor",
     "astored_history",
+    "check_resume",
+    "diff",
+    "divergences",
+    "history_records",
     "instrument",
     "is_instrumented",
+    "merge_histograms",
+    "read_metrics",
+    "read_spans",
     "record_tool_start",
+    "resume_log",
+    "span_facts",
     "stored_history",
     "uninstrument",
+    "write_span_files",
 ]
 
 

@@ -26,8 +26,9 @@ scripted models and other per-run state start fresh. A `StateGraph` may be passe
 when its nodes keep no state between runs. Step 0 runs LangGraph's ``__start__`` (it applies
 the input) and has no user node to fail, so the checked steps start at the first node.
 
-Under pytest the ``resume_checker`` fixture (this module is a pytest plugin, registered through
-the ``pytest11`` entry point) runs the check and fails the test with the report's message.
+Under pytest the ``resume_checker`` fixture (from the package's plugin, `tools.pytest_plugin`,
+registered through the ``pytest11`` entry point) runs the check and fails the test with the
+report's message.
 """
 
 from __future__ import annotations
@@ -85,7 +86,7 @@ __all__ = [
     "StepInfo",
     "acheck_resume",
     "check_resume",
-    "pytest_configure",
+    "pytest_fail",
 ]
 
 Mode: TypeAlias = Literal["error", "interrupt"]
@@ -901,31 +902,8 @@ def _raise_failed(message: str) -> NoReturn:
     raise AssertionError(message)
 
 
-def _pytest_fail(message: str) -> NoReturn:
+def pytest_fail(message: str) -> NoReturn:
+    """Fail the running test with `message`, without a traceback into the harness."""
     import pytest
 
     pytest.fail(message, pytrace=False)
-
-
-PLUGIN_NAME = "langgraph-checkpoint-otel-resume-checker"
-
-
-def pytest_configure(config: Any) -> None:
-    """pytest hook: register the ``resume_checker`` fixture (idempotent).
-
-    pytest loads this module through the ``pytest11`` entry point; a conftest can also
-    re-export this function (``from langgraph.checkpoint.otel.tools.testing import
-    pytest_configure``). pytest is imported only here, so the module needs it only under pytest.
-    """
-    import pytest
-
-    if config.pluginmanager.has_plugin(PLUGIN_NAME):
-        return
-
-    class _ResumeCheckerPlugin:
-        @pytest.fixture
-        def resume_checker(self) -> ResumeChecker:
-            """`check_resume` / `acheck_resume` that fail the test with a readable message."""
-            return ResumeChecker(fail=_pytest_fail)
-
-    config.pluginmanager.register(_ResumeCheckerPlugin(), PLUGIN_NAME)

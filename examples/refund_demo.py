@@ -1,10 +1,10 @@
 """The life of a long-running refund agent, told through its checkpoints and their telemetry.
 
-    python -m langgraph.checkpoint.otel.tools.demo [--out DIR] [--db PATH]
+    python examples/refund_demo.py [--out DIR] [--db PATH]    # or: make demo
 
-A refund agent (``demo_agent.py``: a scripted model, ``lookup_order``, a non-deterministic
-``check_stock``, ``issue_refund`` and ``send_email`` with real side effects in a shop database)
-runs on ``instrument(SqliteSaver(...))`` through three threads:
+A refund agent (``refund_agent.py``, beside this file: a scripted model, ``lookup_order``, a
+non-deterministic ``check_stock``, ``issue_refund`` and ``send_email`` with real side effects in
+a shop database) runs on ``instrument(SqliteSaver(...))`` through three threads:
 
 1. **Crash across processes.** A worker process runs ``order-1001-crash`` and is killed with
    SIGKILL right after a step's checkpoint is stored; this process resumes the thread with
@@ -31,6 +31,7 @@ Needs the ``sqlite`` and ``otlp`` extras and langchain-core.
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import os
 import signal
 import subprocess
@@ -38,7 +39,7 @@ import sys
 import threading
 import time
 from collections import Counter, defaultdict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -55,11 +56,7 @@ from opentelemetry.sdk.metrics.view import ExplicitBucketHistogramAggregation, V
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor, TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter
-
-from langgraph.checkpoint.otel import instrument, names
-from langgraph.checkpoint.otel.analysis.divergence import DivergencePolicy, Finding, divergences
-from langgraph.checkpoint.otel.analysis.records import history_records
-from langgraph.checkpoint.otel.tools.demo_agent import (
+from refund_agent import (
     GRAPH_NAME,
     ORDERS,
     READ_ONLY_TOOLS,
@@ -69,15 +66,21 @@ from langgraph.checkpoint.otel.tools.demo_agent import (
     build_graph,
     money,
 )
-from langgraph.checkpoint.otel.tools.otlp_json import (
-    Attributes,
+
+from langgraph.checkpoint.otel import (
+    DivergencePolicy,
+    Finding,
     HistogramPoint,
     MetricPoint,
     NumberPoint,
     OtlpJsonMetricExporter,
     OtlpJsonSpanExporter,
     SpanRecord,
+    divergences,
+    history_records,
+    instrument,
     merge_histograms,
+    names,
     read_metrics,
     read_spans,
 )
@@ -163,7 +166,7 @@ def _short(value: object, n: int = 8) -> str:
     return text if len(text) <= n else text[:n] + "…"
 
 
-def _text(attributes: Attributes, key: str, default: str = "?") -> str:
+def _text(attributes: Mapping[str, Any], key: str, default: str = "?") -> str:
     """An attribute value as text (arrays comma separated)."""
     value = attributes.get(key)
     if value is None:
@@ -445,8 +448,7 @@ def act_crash(graph: Graph, out: Path, db: Path, narrator: Narrator, style: Styl
     say(f"refund {THREAD_ORDERS[thread_id]}; a worker process runs the agent and dies", 3)
     command = [
         sys.executable,
-        "-m",
-        "langgraph.checkpoint.otel.tools.demo",
+        str(Path(__file__).resolve()),
         "--child-crash",
         "--out",
         str(out),
@@ -729,12 +731,11 @@ def show_inspector(
     report_thread: str | None = None,
     style: Style | None = None,
 ) -> Path | None:
-    """Run the inspector CLI in-process on each thread (timeline, resumes, diverge) and write
-    the HTML report of `report_thread` (default: the last thread). Returns the report's path,
-    or None when the inspector is not installed."""
-    try:
-        from langgraph.checkpoint.otel.tools.inspector.cli import main as inspector
-    except ImportError:  # typer, rich or jinja2 missing
+    """Run the inspector (``python -m langgraph.checkpoint.otel``, the `langgraph-otel`
+    command) on each thread (timeline, resumes, diverge) and write the HTML report of
+    `report_thread` (default: the last thread). Returns the report's path, or None when the
+    inspector is not installed."""
+    if importlib.util.find_spec("typer") is None or importlib.util.find_spec("jinja2") is None:
         say("inspector not available: pip install 'langgraph-checkpoint-otel[inspector]'", 2)
         return None
     dim = (style or Style(False)).dim
@@ -745,10 +746,8 @@ def show_inspector(
     def run(args: list[str]) -> int:
         say()
         say(dim(f"$ langgraph-otel {' '.join(args)}"), 2)
-        try:
-            code = int(inspector(args) or 0)
-        except SystemExit as exc:  # argparse: usage errors
-            code = exc.code if isinstance(exc.code, int) else 2
+        sys.stdout.flush()
+        code = subprocess.run([sys.executable, "-m", "langgraph.checkpoint.otel", *args]).returncode
         if code:
             say(dim(f"(exit {code})"), 2)
         return code
@@ -828,7 +827,7 @@ def run_story(db: Path, out: Path, telemetry: Telemetry, shop: Shop, style: Styl
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m langgraph.checkpoint.otel.tools.demo",
+        prog="python examples/refund_demo.py",
         description="Run an instrumented refund agent on SQLite through a crash, an approval "
         "and a time-travel fork, and show what its telemetry recorded.",
     )

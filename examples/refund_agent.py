@@ -1,6 +1,6 @@
 """The demo's refund agent: a scripted model, four tools with real side effects, an approval.
 
-Used by ``demo.py`` (``make demo``); nothing here knows OpenTelemetry. A customer asks for a
+Used by ``refund_demo.py`` (``make demo``); nothing here knows OpenTelemetry. A customer asks for a
 refund; the agent looks the order up, checks whether a replacement is in stock, issues the
 refund (after a human approves it when it is large) and emails the customer:
 
