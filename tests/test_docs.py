@@ -40,7 +40,7 @@ def documented_names() -> set[str]:
         token
         for token in re.findall(r"`([a-z_][a-z0-9_.]*)`", text)
         if (
-            token.startswith(("langgraph.", "gen_ai.", "error.", "session."))
+            token.startswith(("langgraph.", "gen_ai.", "error.", "session.", "openinference."))
             and token != names.SCOPE
         )
         or token == names.SPAN_RUN

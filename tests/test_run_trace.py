@@ -156,6 +156,24 @@ def test_the_run_span_says_what_the_run_was_and_how_it_ended(otel: OTel) -> None
     assert_one_trace_per_run(otel, 5)
 
 
+def test_the_run_span_is_the_genai_workflow_span_of_the_graph(otel: OTel) -> None:
+    """`invoke_workflow {graph}` (semantic-conventions-genai's workflow span), INTERNAL, with the
+    thread as conversation and session, the graph as workflow, and a chain for Phoenix."""
+    saver = saver_for(otel)
+    graphs.linear().compile(checkpointer=saver, name="planner").invoke(
+        graphs.user_input(), config("t9")
+    )
+    (run,) = run_spans(otel)
+    assert (run.name, run.kind.name) == ("invoke_workflow planner", "INTERNAL")
+    assert {k: v for k, v in (run.attributes or {}).items() if not k.startswith("langgraph.")} == {
+        "gen_ai.operation.name": "invoke_workflow",
+        "gen_ai.workflow.name": "planner",
+        "gen_ai.conversation.id": "t9",
+        "session.id": "t9",
+        "openinference.span.kind": "CHAIN",
+    }
+
+
 def test_under_the_apps_span_the_library_opens_no_run_span(otel: OTel) -> None:
     saver = saver_for(otel)
     graph = graphs.with_subgraph().compile(checkpointer=saver)

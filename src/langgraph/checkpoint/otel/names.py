@@ -50,6 +50,10 @@ GEN_AI_OPERATION_NAME: Final = "gen_ai.operation.name"
 """`invoke_workflow` on the run span (GenAI semantic conventions, Development status)."""
 GEN_AI_WORKFLOW_NAME: Final = "gen_ai.workflow.name"
 """The graph's name on the run span, as `langgraph.graph.name`."""
+OPENINFERENCE_SPAN_KIND: Final = "openinference.span.kind"
+"""`CHAIN` on the run span: Phoenix derives its span kinds from `gen_ai.operation.name` for
+agents, tools and models, not for `invoke_workflow`, and shows a graph run as OpenInference's
+LangChain instrumentation does, as a chain, only by this attribute."""
 SESSION_ID: Final = "session.id"
 """The thread on the run span, so backends that group by session (Phoenix, Langfuse) group a
 thread's runs."""

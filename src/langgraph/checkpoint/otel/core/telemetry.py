@@ -489,6 +489,7 @@ class Telemetry:
                 kind=SpanKind.INTERNAL,
                 attributes={
                     names.GEN_AI_OPERATION_NAME: names.SPAN_RUN,
+                    names.OPENINFERENCE_SPAN_KIND: "CHAIN",
                     **attributes,
                     names.SAVER: self.saver_name,
                 },
