@@ -65,7 +65,7 @@ def untraced(method: Callable[P, R]) -> Callable[P, R]:
         if wrapper is None or _name(wrapper) not in TRACING_ONLY_WRAPPERS:
             break
         current = current.__wrapped__  # the wrapped method, bound to the same saver
-    return cast(Callable[P, R], current)
+    return cast("Callable[P, R]", current)  # (a string: no generic alias built per call)
 
 
 def _name(function: Any) -> tuple[str, str]:
