@@ -59,6 +59,7 @@ postgres-server:
 test: venv postgres-server tools lint $(SUITE_STAMP)
 	$(BIN)/pytest $(PYTEST_ARGS)
 	$(BIN)/python scripts/langgraph_suite/run.py $(LANGGRAPH_SUITE_ARGS)
+	$(BIN)/python scripts/langgraph_versions/run.py $(LANGGRAPH_VERSIONS_ARGS)
 
 ## langgraph-suite: LangGraph's own tests (from the sdist of the installed langgraph) with every
 ## checkpointer fixture wrapped by instrument(), on memory, SQLite, PostgreSQL and Redis;
@@ -66,6 +67,16 @@ test: venv postgres-server tools lint $(SUITE_STAMP)
 ## the whole selection bare too (default: only the wrapped failures are re-run bare).
 langgraph-suite: venv postgres-server tools $(SUITE_STAMP)
 	$(BIN)/python scripts/langgraph_suite/run.py $(LANGGRAPH_SUITE_ARGS)
+
+## langgraph-versions: the agent corpus, the packaged agents and the transparency tests on the
+## oldest and the newest LangGraph the library supports, each in its own venv (.venv-lg-oldest
+## pinned to pyproject.toml's lower bounds, .venv-lg-newest resolved to the newest releases;
+## scripts/langgraph_versions/). LANGGRAPH_VERSIONS_ARGS="--env newest --refresh" picks one
+## and re-resolves it.
+.PHONY: langgraph-versions
+LANGGRAPH_VERSIONS_ARGS ?=
+langgraph-versions: venv postgres-server
+	$(BIN)/python scripts/langgraph_versions/run.py $(LANGGRAPH_VERSIONS_ARGS)
 
 $(SUITE_STAMP): $(STAMP)
 	$(BIN)/python -m pip install --quiet -e '.[dev,langgraph-suite]'
