@@ -732,6 +732,37 @@ def test_a_wrapper_that_is_not_a_tracing_peers_is_still_called() -> None:
     assert len(calls) == stored > 0
 
 
+class _Opaque:
+    """A callable whose attribute hook raises (as a careless proxy's may)."""
+
+    def __init__(self, function: Callable[..., Any]) -> None:
+        self._function = function
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self._function(*args, **kwargs)
+
+    def __getattr__(self, name: str) -> Any:
+        raise RuntimeError(f"no {name} here")
+
+
+class _OpaqueSaver(InMemorySaver):
+    @property
+    def put(self) -> Any:  # type: ignore[override]
+        return _Opaque(InMemorySaver.put.__get__(self))
+
+
+def test_a_saver_method_that_cannot_be_inspected_is_called_as_it_is() -> None:
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    saver = _OpaqueSaver()
+    graph = agents.react_agent(instrument(saver, tracer_provider=provider))
+    graph.invoke(question(), agents.thread("opaque"))
+    stored = len(list(saver.list(agents.thread("opaque"))))
+    puts = [s for s in exporter.get_finished_spans() if s.name == names.SPAN_PUT]
+    assert len(puts) == stored > 0
+
+
 @contextlib.contextmanager
 def _wrapped(owner: type, name: str, wrapper: Callable[..., Any]) -> Iterator[None]:
     wrapt.wrap_function_wrapper(owner, name, wrapper)

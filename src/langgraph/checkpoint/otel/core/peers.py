@@ -58,18 +58,25 @@ def untraced(method: Callable[P, R]) -> Callable[P, R]:
     A plain bound method (no peer installed) is returned as it is, at the cost of one type
     check; wrappers are peeled from the outside in while they are tracing-only ones, and the
     first other callable is returned as it is. Looked up at every call, so a peer instrumented
-    before or after the saver was wrapped is skipped alike."""
+    before or after the saver was wrapped is skipped alike. Never raises: a callable that
+    cannot be inspected is returned as it is."""
     current: Any = method
     while type(current) is not MethodType:
-        wrapper = getattr(current, "_self_wrapper", None)  # a wrapt BoundFunctionWrapper's
-        if wrapper is None or _name(wrapper) not in TRACING_ONLY_WRAPPERS:
+        try:
+            wrapper = getattr(current, "_self_wrapper", None)  # a wrapt BoundFunctionWrapper's
+            if wrapper is None or _name(wrapper) not in TRACING_ONLY_WRAPPERS:
+                break
+            current = current.__wrapped__  # the wrapped method, bound to the same saver
+        except Exception:  # a proxy's attribute hook that raises: call what we have
             break
-        current = current.__wrapped__  # the wrapped method, bound to the same saver
     return cast("Callable[P, R]", current)  # (a string: no generic alias built per call)
 
 
 def _name(function: Any) -> tuple[str, str]:
-    return (getattr(function, "__module__", None) or "", getattr(function, "__qualname__", ""))
+    return (
+        str(getattr(function, "__module__", None) or ""),
+        str(getattr(function, "__qualname__", "")),
+    )
 
 
 def peer_span(langchain_run_id: Any) -> Span | None:
