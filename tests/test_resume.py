@@ -352,3 +352,29 @@ def test_malformed_or_foreign_carriers_give_no_link_and_no_error(foreign: Any, o
     found = resumes(otel.spans())
     assert [s.attributes[names.RESUME_KIND] for s in found] == ["interrupt"]
     assert found[0].links == ()
+
+
+def test_a_fork_from_a_config_without_a_namespace_is_a_resume_in_the_root_namespace(
+    otel: OTel,
+) -> None:
+    """`invoke(None, {"configurable": {"thread_id", "checkpoint_id"}})`, as users write a
+    fork: the resume span names the root namespace like every other resume."""
+    saver = instrument(
+        InMemorySaver(), tracer_provider=otel.tracer_provider, meter_provider=otel.meter_provider
+    )
+    graph = build(Flaky()).compile(checkpointer=saver)
+    graph.invoke({"steps": []}, CONFIG)
+    after_a = next(s for s in graph.get_state_history(CONFIG) if s.values["steps"] == ["a"])
+    fork_id = after_a.config["configurable"]["checkpoint_id"]
+    graph.invoke(
+        None,
+        {
+            "configurable": {
+                "thread_id": CONFIG["configurable"]["thread_id"],
+                "checkpoint_id": fork_id,
+            }
+        },
+    )
+    (fork,) = resumes(otel.spans())
+    assert fork.attributes[names.RESUME_KIND] == "fork"
+    assert fork.attributes[names.CHECKPOINT_NS] == ""

@@ -118,13 +118,14 @@ def latest_config(config: RunnableConfig) -> RunnableConfig:
 
 def config_attributes(config: RunnableConfig | None) -> dict[str, AttributeValue]:
     """Thread, namespace and checkpoint id from a config, where present (bounded, never
-    raising: see `records.bounded_text`)."""
+    raising: see `records.bounded_text`). A thread's config without a namespace addresses the
+    root graph's (``""``), as every saver reads it."""
     configurable = (config or {}).get("configurable") or {}
     attributes: dict[str, AttributeValue] = {}
     thread_id = configurable.get("thread_id")
     if thread_id is not None:
         attributes[names.THREAD_ID] = attributes[names.CONVERSATION_ID] = bounded_text(thread_id)
-    ns = configurable.get("checkpoint_ns")
+    ns = configurable.get("checkpoint_ns", "" if thread_id is not None else None)
     if ns is not None:
         attributes[names.CHECKPOINT_NS] = bounded_text(ns)
     checkpoint_id = configurable.get("checkpoint_id")
