@@ -1,5 +1,8 @@
-"""A LangGraph release without an internal the library reads: the wrapper goes on delegating and
-reporting what it knows (puts, loads), logs the missing signal once, and never fails a run."""
+"""The LangGraph internals the library reads (`langgraph.checkpoint.otel._langgraph`): every one
+is there on the installed release (the supported range is tested on its oldest and newest
+release, scripts/langgraph_versions/run.py); a release without one: the wrapper goes on
+delegating and reporting what it knows (puts, loads), logs the missing signal once, and never
+fails a run. Runtime: about 3 s (two subprocesses)."""
 
 from __future__ import annotations
 
@@ -55,3 +58,64 @@ def test_missing_loop_entries_leave_puts_and_loads_and_log_once(tmp_path: Path) 
     assert report["spans"] == ["langgraph.checkpoint.get", "langgraph.checkpoint.put"]
     missing = [line for line in proc.stderr.splitlines() if "lacks" in line]
     assert len(missing) == 1 and "PregelLoop entries" in missing[0], proc.stderr
+
+
+PRESENT_APP = textwrap.dedent(
+    """
+    import asyncio, json, logging, sys
+    sys.path.insert(0, {tests!r})
+
+    logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
+    from langgraph.checkpoint.memory import InMemorySaver
+    from langgraph.pregel import _loop, _runner, main
+    from helpers import OTel
+    import graphs
+    from langgraph.checkpoint.otel import instrument
+    from langgraph.checkpoint.otel._langgraph import loop as internals
+
+    otel = OTel()
+    graph = graphs.linear().compile(
+        checkpointer=instrument(InMemorySaver(), tracer_provider=otel.tracer_provider)
+    )
+    config = {{"configurable": {{"thread_id": "t"}}}}
+    graph.invoke(graphs.user_input("hi"), config)
+    asyncio.run(graph.ainvoke(graphs.user_input("again"), config))
+    graph.update_state(config, {{"log": ["edited"]}}, as_node="b")
+    wrapped = {{
+        "SyncPregelLoop.__enter__": _loop.SyncPregelLoop.__enter__,
+        "AsyncPregelLoop.__aenter__": _loop.AsyncPregelLoop.__aenter__,
+        "_runner.arun_with_retry": _runner.arun_with_retry,
+        "main._store_or_fork_delta_writes": main._store_or_fork_delta_writes,
+        "main._astore_or_fork_delta_writes": main._astore_or_fork_delta_writes,
+        "_loop.create_checkpoint": _loop.create_checkpoint,
+        "main.create_checkpoint": main.create_checkpoint,
+    }}
+    print(json.dumps({{
+        "wrapped": sorted(name for name, f in wrapped.items() if hasattr(f, "__wrapped__")),
+        "delta_types": [internals._DELTA_CHANNEL is not None, internals._DELTA_SNAPSHOT is not None],
+    }}))
+    """
+)
+
+
+def test_every_internal_the_library_reads_is_found_on_the_installed_langgraph(
+    tmp_path: Path,
+) -> None:
+    script = tmp_path / "app.py"
+    script.write_text(PRESENT_APP.format(tests=str(Path(__file__).parent)))
+    proc = subprocess.run(
+        [sys.executable, str(script)], capture_output=True, text=True, timeout=120, check=False
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "lacks" not in proc.stderr, proc.stderr
+    report = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert report["wrapped"] == [
+        "AsyncPregelLoop.__aenter__",
+        "SyncPregelLoop.__enter__",
+        "_loop.create_checkpoint",
+        "_runner.arun_with_retry",
+        "main._astore_or_fork_delta_writes",
+        "main._store_or_fork_delta_writes",
+        "main.create_checkpoint",
+    ], proc.stderr
+    assert report["delta_types"] == [True, True], "DeltaChannel or _DeltaSnapshot not found"

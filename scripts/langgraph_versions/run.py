@@ -36,6 +36,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import IO
 
 ROOT = Path(__file__).resolve().parents[2]
 HERE = Path(__file__).resolve().parent
@@ -267,9 +268,9 @@ def main() -> int:
     return 0 if ok else 1
 
 
-def _try_lock(lock: object) -> bool:
+def _try_lock(lock: IO[str]) -> bool:
     try:
-        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)  # type: ignore[call-overload]
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
         return False
     return True
