@@ -378,7 +378,7 @@ def test_report_of_a_real_forked_thread_renders_in_chromium(
 
 def test_the_demo_report_renders_and_is_the_readme_picture(browser: str, tmp_path: Path) -> None:
     """`make demo`'s own report (its fork thread), as the README shows it."""
-    from langgraph.checkpoint.otel.tools import demo
+    import refund_demo as demo
 
     out = tmp_path / ".demo"  # run as `make demo` runs it: the page names `.demo/...`
     done = subprocess.run(
