@@ -19,7 +19,7 @@ LANGGRAPH_SUITE_ARGS ?=
 venv: $(STAMP)
 
 # Reinstalls whenever pyproject.toml changes.
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml Makefile
 	@if [ ! -x "$(BIN)/python" ]; then \
 	  echo "==> creating $(VENV) with $$($(PYTHON) --version 2>&1)"; \
 	  if ! $(PYTHON) -m venv "$(VENV)"; then \
@@ -36,6 +36,9 @@ $(STAMP): pyproject.toml
 	fi
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
+# OpenLIT without its dependencies: as a requirement it would move opentelemetry-* to
+# 1.45.0/0.66b0 and anthropic to 0.125 (tests/test_peers_together.py, docs/peers.md)
+	$(BIN)/python -m pip install --quiet --no-deps 'openlit==1.45.0'
 	@touch "$(STAMP)"
 
 ## postgres-server: make sure the PostgreSQL server binaries exist (tests start their own server)
