@@ -81,8 +81,9 @@ class Env:
     constraints: Path
     upgrade: bool
     """Install with ``--upgrade --upgrade-strategy eager`` (the newest releases)."""
-    pytest_args: tuple[str, ...] = ()
-    """What this environment's packages cannot run (deselected, and said so in the output)."""
+    deselect: str | None = None
+    """A pytest ``-k`` expression of what this environment's packages cannot run (deselected,
+    and said so in the output; combined with a ``-k`` given after ``--``)."""
     timings: dict[str, float] = field(default_factory=dict)
     resolved: dict[str, str] = field(default_factory=dict)
     result: str = "not run"
@@ -101,7 +102,7 @@ ENVS = {
     # its messages as a DeltaChannel) needs langchain-core >= 1.7; under langchain-core 1.4.7
     # pip resolves deepagents 0.6.11, whose graph the corpus cannot drive ("Subgraph tools not
     # found"). The supervisor and the swarm run there.
-    "oldest": Env("oldest", HERE / "oldest.txt", upgrade=False, pytest_args=("-k", "not deep")),
+    "oldest": Env("oldest", HERE / "oldest.txt", upgrade=False, deselect="deep"),
     "newest": Env("newest", HERE / "newest.txt", upgrade=True),
 }
 
@@ -207,15 +208,34 @@ def resolve(env: Env) -> None:
 
 
 def test(env: Env, tests: list[str], pytest_args: list[str]) -> bool:
-    cmd = [str(env.python), "-m", "pytest", *tests, "-q", "-p", "no:cacheprovider"]
-    cmd += [*env.pytest_args, *pytest_args]
-    if env.pytest_args:
-        log(f"{env.name}: deselected here, its packages cannot run them: {env.pytest_args}")
+    args, keyword = _without_keyword(pytest_args)
+    if env.deselect:
+        log(f"{env.name}: deselected here (its packages cannot run them): -k {env.deselect!r}")
+        keyword = f"not ({env.deselect})" + (f" and ({keyword})" if keyword else "")
+    cmd = [str(env.python), "-m", "pytest", *tests, "-q", "-p", "no:cacheprovider", *args]
+    if keyword:
+        cmd += ["-k", keyword]
     log(f"{env.name}: {' '.join(cmd[1:])}")
     with timed(env, "tests"):
         code = subprocess.run(cmd, cwd=ROOT).returncode
     env.result = "passed" if code == 0 else f"FAILED (pytest exit {code})"
     return code == 0
+
+
+def _without_keyword(pytest_args: list[str]) -> tuple[list[str], str | None]:
+    """`pytest_args` without its ``-k`` expression (pytest keeps only the last one), and the
+    expression."""
+    args: list[str] = []
+    keyword: str | None = None
+    items = iter(pytest_args)
+    for arg in items:
+        if arg == "-k":
+            keyword = next(items, "")
+        elif arg.startswith("-k"):
+            keyword = arg[2:]
+        else:
+            args.append(arg)
+    return args, keyword
 
 
 def summary(envs: list[Env]) -> None:
