@@ -106,3 +106,35 @@ def test_the_wheel_carries_no_demo(wheel_files: list[str]) -> None:
     """The demo and its agent live in examples/ (`make demo`), not in what users install."""
     assert not [f for f in wheel_files if "demo" in f.rsplit("/", 1)[-1]]
     assert f"{PACKAGE}/tools/pytest_plugin.py" in wheel_files
+
+
+def test_the_oldest_environment_pins_the_declared_lower_bounds() -> None:
+    """`.venv-lg-oldest` (scripts/langgraph_versions/oldest.txt) tests exactly the lower bounds
+    pyproject.toml declares, and README states the LangGraph floor."""
+    import re
+    import tomllib
+
+    from packaging.requirements import Requirement
+    from packaging.version import Version
+
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    extras = project["optional-dependencies"].values()
+    declared = [*project["dependencies"], *(line for extra in extras for line in extra)]
+    floors: dict[str, Version] = {}
+    for line in declared:
+        requirement = Requirement(line)
+        for spec in requirement.specifier:
+            if spec.operator == ">=":
+                floors[requirement.name] = Version(spec.version)
+    pins = {
+        name: Version(version)
+        for name, version in re.findall(
+            r"^([\w.-]+)==([\w.]+)$",
+            (ROOT / "scripts" / "langgraph_versions" / "oldest.txt").read_text(),
+            re.M,
+        )
+    }
+    checked = {name: (pins[name], floors[name]) for name in pins if name in floors}
+    assert {"langgraph", "langgraph-checkpoint", "langchain-core"} <= set(checked)
+    assert {name: pin for name, (pin, floor) in checked.items() if pin != floor} == {}
+    assert f"LangGraph {pins['langgraph']} or later" in (ROOT / "README.md").read_text()
