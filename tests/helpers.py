@@ -340,7 +340,34 @@ def find_redis_modules() -> list[Path]:
     return found
 
 
-class RedisServer:
+class ServerProcess:
+    """A server the tests run as a subprocess, with its log and data in a temporary directory
+    `root`: `_log_tail` for error messages, `stop` ends it and removes the directory."""
+
+    root: Path
+    logfile: Path
+    proc: subprocess.Popen[bytes] | None = None
+
+    def _log_tail(self, n: int = 40) -> str:
+        try:
+            lines = self.logfile.read_text(errors="replace").splitlines()
+        except OSError:
+            return ""
+        return f"--- {self.logfile.name} (tail) ---\n" + "\n".join(lines[-n:])
+
+    def _kill(self) -> None:
+        if self.proc is not None:
+            terminate(self.proc)
+        self.proc = None
+
+    def stop(self) -> None:
+        try:
+            self._kill()
+        finally:
+            shutil.rmtree(self.root, ignore_errors=True)
+
+
+class RedisServer(ServerProcess):
     """``redis-server`` on 127.0.0.1 with the modules loaded, nothing persisted, in a temp dir."""
 
     def __init__(self) -> None:
@@ -354,13 +381,6 @@ class RedisServer:
         self.logfile = self.root / "redis.log"
         self.port = 0
         self.proc: subprocess.Popen[bytes] | None = None
-
-    def _log_tail(self, n: int = 40) -> str:
-        try:
-            lines = self.logfile.read_text(errors="replace").splitlines()
-        except OSError:
-            return ""
-        return "--- redis.log (tail) ---\n" + "\n".join(lines[-n:])
 
     def _command(self) -> list[str]:
         cmd = [
@@ -425,17 +445,6 @@ class RedisServer:
         if not {"search", "rejson"} <= loaded:
             self.stop()
             raise RuntimeError(f"redis-server runs without its modules (loaded: {loaded})")
-
-    def _kill(self) -> None:
-        if self.proc is not None:
-            terminate(self.proc)
-        self.proc = None
-
-    def stop(self) -> None:
-        try:
-            self._kill()
-        finally:
-            shutil.rmtree(self.root, ignore_errors=True)
 
     def flushall(self) -> None:
         """Drop every key and every search index: a clean server."""

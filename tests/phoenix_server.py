@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import tempfile
 import time
@@ -25,7 +24,7 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-from helpers import _free_port, terminate
+from helpers import ServerProcess, _free_port
 
 REPO = Path(__file__).resolve().parent.parent
 VENV = Path(os.environ.get("PHOENIX_VENV", REPO / ".venv-phoenix"))
@@ -48,7 +47,7 @@ def find_phoenix() -> Path:
     return binary
 
 
-class PhoenixServer:
+class PhoenixServer(ServerProcess):
     """``phoenix serve`` on 127.0.0.1, free HTTP and gRPC ports, a temporary working dir."""
 
     def __init__(self) -> None:
@@ -74,13 +73,6 @@ class PhoenixServer:
             PHOENIX_ENABLE_AUTH="false",
         )
         return env
-
-    def _log_tail(self, n: int = 40) -> str:
-        try:
-            lines = self.logfile.read_text(errors="replace").splitlines()
-        except OSError:
-            return ""
-        return "--- phoenix.log (tail) ---\n" + "\n".join(lines[-n:])
 
     def ready(self) -> bool:
         try:
@@ -116,17 +108,6 @@ class PhoenixServer:
             ) + f"\n{self._log_tail()}"
             self._kill()
         raise RuntimeError(f"could not start Phoenix: {last_error}")
-
-    def _kill(self) -> None:
-        if self.proc is not None:
-            terminate(self.proc)
-        self.proc = None
-
-    def stop(self) -> None:
-        try:
-            self._kill()
-        finally:
-            shutil.rmtree(self.root, ignore_errors=True)
 
     @property
     def url(self) -> str:
