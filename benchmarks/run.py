@@ -1,9 +1,10 @@
 """Overhead of langgraph-checkpoint-otel, as ratios against the bare saver of the same run.
 
     .venv/bin/python benchmarks/run.py            # full run (~3 min on 2 cores, +1 min for
-                                                  # the inspector's; its databases, 5.3 GB
-                                                  # under .bench/, take ~2 min the first time)
-    .venv/bin/python benchmarks/run.py --quick    # ~30 s, noisier
+                                                  # the inspector's, whose databases, 5.3 GB
+                                                  # under .bench/, take ~2 min the first time;
+                                                  # +8 min for the matrix, section 9)
+    .venv/bin/python benchmarks/run.py --quick    # ~2.5 min (1 min 45 s of it the matrix)
 
 Prints a table and a PASS/FAIL summary per target, writes .bench/results.json, and always
 exits 0 (it is a report, not a test). See benchmarks/README.md for the method.
@@ -29,6 +30,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import _harness as h
 import inspector_scale
+import matrix
 import memory
 import own_work
 import peers
@@ -309,7 +311,17 @@ def main() -> int:
     parser.add_argument("--out", default=str(ROOT / ".bench" / "results.json"))
     parser.add_argument(
         "--only",
-        choices=("graph", "history", "reads", "memory", "peers", "own", "restart", "scale"),
+        choices=(
+            "graph",
+            "history",
+            "reads",
+            "memory",
+            "peers",
+            "own",
+            "restart",
+            "scale",
+            "matrix",
+        ),
         help="run only one of the benchmarks",
     )
     args = parser.parse_args()
@@ -341,6 +353,7 @@ def main() -> int:
         "own_work": None,
         "restart": None,
         "inspector_scale": None,
+        "matrix": None,
     }
 
     with tempfile.TemporaryDirectory(prefix="lgotel-bench-") as tmp:
@@ -375,6 +388,9 @@ def main() -> int:
         if args.only in (None, "scale"):
             log("[scale] the inspector on 10,000 and 100,000 threads (SQLite), 10,000 (PostgreSQL)")
             results["inspector_scale"] = inspector_scale.bench_inspector_scale(plan.label)
+        if args.only in (None, "matrix"):
+            log("[matrix] shapes x savers x variants (issue 21), CPU of every thread")
+            results["matrix"] = matrix.bench_matrix(plan.label)
     results["elapsed_s"] = time.perf_counter() - started
 
     targets = evaluate(results)
@@ -530,6 +546,9 @@ def _module_targets(results: dict[str, Any]) -> list[dict[str, Any]]:
     if results["inspector_scale"]:
         for name, value, limit in inspector_scale.targets(results["inspector_scale"]):
             targets.append(_target(name, value, limit))
+    if results["matrix"]:
+        for t in matrix.targets(results["matrix"]):
+            targets.append(_target(t["name"], t["value"], t["limit"]))
     return targets
 
 
@@ -571,6 +590,8 @@ def print_report(results: dict[str, Any], targets: list[dict[str, Any]]) -> None
         print("\n7. " + "\n".join(restart.report_lines(results["restart"])))
     if results["inspector_scale"]:
         print("\n8. " + "\n".join(inspector_scale.report_lines(results["inspector_scale"])))
+    if results["matrix"]:
+        print("\n9. " + "\n".join(matrix.report_lines(results["matrix"])))
     if results["reads"]:
         print(
             f"\n3. reads of a {READ_CHECKPOINTS}-checkpoint thread (median ms; ratio to bare): "
@@ -617,7 +638,7 @@ def print_report(results: dict[str, Any], targets: list[dict[str, Any]]) -> None
             mark = "PASS" if t["status"] == "PASS" else "*** FAIL ***"
         else:
             mark = f"info ({'within' if t['status'] == 'PASS' else 'over'} limit)"
-        print(f"  {mark:24} {t['value']:8.3f} <= {t['limit']:<5}  {t['name']}{extra}")
+        print(f"  {mark:24} {t['value']:8.3f} <= {t['limit']:<5.4g}  {t['name']}{extra}")
     failed = [t for t in targets if t["kind"] == "target" and t["status"] == "FAIL"]
     n = sum(t["kind"] == "target" for t in targets)
     if failed:
