@@ -1,7 +1,7 @@
 """The benchmark matrix of issue 21: agent shapes x savers x variants, in one process.
 
-    .venv/bin/python benchmarks/matrix.py            # full run (~12 min on 2 cores)
-    .venv/bin/python benchmarks/matrix.py --quick    # ~3 min, noisier
+    .venv/bin/python benchmarks/matrix.py            # full run (~6.5 min on 2 cores)
+    .venv/bin/python benchmarks/matrix.py --quick    # ~1 min 45 s, noisier
     .venv/bin/python benchmarks/run.py --only matrix [--quick]
 
 Shapes: ``parallel`` (`create_react_agent`, two rounds of parallel tool calls: the peers
@@ -595,7 +595,7 @@ def report_lines(result: dict[str, Any]) -> list[str]:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="~3 min run with fewer rounds")
+    parser.add_argument("--quick", action="store_true", help="~1 min 45 s run with fewer rounds")
     parser.add_argument("--json", help="also write the result as JSON to this file")
     args = parser.parse_args()
     result = bench_matrix("quick" if args.quick else "full")

@@ -3,7 +3,7 @@
     .venv/bin/python benchmarks/run.py            # full run (~3 min on 2 cores, +1 min for
                                                   # the inspector's, whose databases, 5.3 GB
                                                   # under .bench/, take ~2 min the first time;
-                                                  # +8 min for the matrix, section 9)
+                                                  # +6.5 min for the matrix, section 9)
     .venv/bin/python benchmarks/run.py --quick    # ~2.5 min (1 min 45 s of it the matrix)
 
 Prints a table and a PASS/FAIL summary per target, writes .bench/results.json, and always
