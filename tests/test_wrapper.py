@@ -273,7 +273,9 @@ def test_with_telemetry_off_the_run_loop_is_left_alone(monkeypatch: pytest.Monke
     )
     counter_graph(instrument(InMemorySaver(), enabled=False)).invoke({"n": 0}, config())
     assert watched == []
-    counter_graph(instrument(InMemorySaver())).invoke({"n": 0}, config())
+    counter_graph(instrument(InMemorySaver(), tracer_provider=TracerProvider())).invoke(
+        {"n": 0}, config()
+    )
     assert watched == [1]
 
 

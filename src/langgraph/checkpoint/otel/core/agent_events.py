@@ -27,7 +27,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from opentelemetry import trace
-from opentelemetry._logs import Logger, LoggerProvider, LogRecord, get_logger
+from opentelemetry._logs import (
+    Logger,
+    LoggerProvider,
+    LogRecord,
+    NoOpLoggerProvider,
+    get_logger,
+    get_logger_provider,
+)
 from opentelemetry.context import Context
 from opentelemetry.trace import Span
 from opentelemetry.util.types import AttributeValue
@@ -75,6 +82,14 @@ class AgentEvents:
 
     def __init__(self, logger_provider: LoggerProvider | None, version: str) -> None:
         self._logger: Logger = get_logger(names.SCOPE, version, logger_provider=logger_provider)
+        self._logger_provider = logger_provider
+
+    def live(self) -> bool:
+        """Whether the events can reach an SDK (a logger provider that is not the API's)."""
+        provider = self._logger_provider or get_logger_provider()
+        if isinstance(provider, NoOpLoggerProvider):
+            return False
+        return type(provider).__name__ != "ProxyLoggerProvider"  # the unset global (private)
 
     def checkpointed(
         self, span: Span | None, thread_id: str, checkpoint_id: str, graph_name: str | None

@@ -69,6 +69,7 @@ class CheckpointObserver:
         self.options = options
         self.telemetry = Telemetry(saver_name, tracer_provider, meter_provider)
         self._events = AgentEvents(logger_provider, PACKAGE_VERSION) if opted_in() else None
+        self._beyond_telemetry = options.migrations is not None or options.on_divergence is not None
         self._hasher = StateHasher(
             options.hash_cache_size,
             fallback=fallback_encoder,
@@ -115,8 +116,15 @@ class CheckpointObserver:
         return {**sizes, **{f"hasher_{k}": v for k, v in self._hasher.cache_sizes().items()}}
 
     def active(self) -> bool:
-        """Whether this call should produce telemetry at all."""
-        return self.options.enabled and not Telemetry.suppressed()
+        """Whether this call should produce telemetry at all: enabled, not suppressed, and
+        something can receive it (an SDK provider, see `Telemetry.live`) or the options ask for
+        behaviour beyond telemetry (migrations, an `on_divergence` callback). With none, the
+        wrapper only delegates: nothing is computed, stored or kept."""
+        if not self.options.enabled or Telemetry.suppressed():
+            return False
+        if self._beyond_telemetry or self.telemetry.live():
+            return True
+        return self._events is not None and self._events.live()
 
     # --- writes -----------------------------------------------------------------------------
 

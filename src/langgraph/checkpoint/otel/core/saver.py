@@ -174,6 +174,8 @@ class InstrumentedSaver(BaseCheckpointSaver[Any]):
         metadata: CheckpointMetadata,
         new_versions: ChannelVersions,
     ) -> RunnableConfig:
+        if not self.observer.active():  # nothing can receive telemetry: only delegate
+            return self.inner.put(config, checkpoint, metadata, new_versions)
         with self.observer.put(config, checkpoint, metadata, new_versions) as call:
             started = time.perf_counter()
             try:
@@ -189,6 +191,8 @@ class InstrumentedSaver(BaseCheckpointSaver[Any]):
         metadata: CheckpointMetadata,
         new_versions: ChannelVersions,
     ) -> RunnableConfig:
+        if not self.observer.active():
+            return await self.inner.aput(config, checkpoint, metadata, new_versions)
         with self.observer.put(config, checkpoint, metadata, new_versions) as call:
             started = time.perf_counter()
             try:
@@ -204,6 +208,8 @@ class InstrumentedSaver(BaseCheckpointSaver[Any]):
         task_id: str,
         task_path: str = "",
     ) -> None:
+        if not self.observer.active():
+            return self.inner.put_writes(config, writes, task_id, task_path)
         with self.observer.put_writes(config, writes, task_id, task_path) as call:
             started = time.perf_counter()
             try:
@@ -218,6 +224,8 @@ class InstrumentedSaver(BaseCheckpointSaver[Any]):
         task_id: str,
         task_path: str = "",
     ) -> None:
+        if not self.observer.active():
+            return await self.inner.aput_writes(config, writes, task_id, task_path)
         with self.observer.put_writes(config, writes, task_id, task_path) as call:
             started = time.perf_counter()
             try:

@@ -362,6 +362,8 @@ class Telemetry:
         self._duration_attributes: dict[str, dict[str, AttributeValue]] = {}
         """The duration metric's attributes by operation (shared, never changed)."""
         self._meter_provider = meter_provider
+        self._tracer_provider = tracer_provider
+        self._live = False
         self.tracer = trace.get_tracer(
             names.SCOPE, PACKAGE_VERSION, tracer_provider=tracer_provider
         )
@@ -435,6 +437,19 @@ class Telemetry:
     def suppressed() -> bool:
         """True when OpenTelemetry's suppress_instrumentation is set in the current context."""
         return not is_instrumentation_enabled()
+
+    def live(self) -> bool:
+        """Whether spans or metrics can reach an SDK: a tracer or meter provider that is not the
+        API's no-op or unset proxy. The global providers are read at every call, so an SDK set
+        up after `instrument()` (`opentelemetry-instrument`, an app's start-up) counts at once."""
+        if self._live:
+            return True  # a global provider, once set, is never unset
+        provider = self._tracer_provider or trace.get_tracer_provider()
+        if not isinstance(provider, trace.ProxyTracerProvider | trace.NoOpTracerProvider):
+            self._live = True
+        else:
+            self._live = self.metrics_recording()
+        return self._live
 
     def metrics_recording(self) -> bool:
         """Whether metric measurements can reach an SDK (not the API's no-op or unset proxy)."""
