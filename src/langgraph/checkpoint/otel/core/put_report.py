@@ -111,7 +111,11 @@ class PutReporter:
             attributes[names.SCHEMA_VERSION] = schema_version
 
         digest: StateDigest | None = None
-        if op.recording or self._telemetry.metrics_recording():
+        if (
+            op.recording
+            or self._telemetry.metrics_recording()
+            or self._options.on_divergence is not None  # a strict mode needs the detectors
+        ):
             # the hasher has its own lock: other threads' calls do not wait for this hashing
             digest = self._telemetry.guard(
                 "hash state",
