@@ -31,7 +31,6 @@ from opentelemetry._logs import (
     Logger,
     LoggerProvider,
     LogRecord,
-    NoOpLoggerProvider,
     get_logger,
     get_logger_provider,
 )
@@ -41,6 +40,7 @@ from opentelemetry.util.types import AttributeValue
 
 from langgraph.checkpoint.otel import names
 from langgraph.checkpoint.otel.analysis.lineage import TraceContext
+from langgraph.checkpoint.otel.core.telemetry import records_somewhere
 
 OPT_IN_ENV = "OTEL_SEMCONV_STABILITY_OPT_IN"
 OPT_IN_VALUE = "gen_ai_latest_experimental"
@@ -86,10 +86,7 @@ class AgentEvents:
 
     def live(self) -> bool:
         """Whether the events can reach an SDK (a logger provider that is not the API's)."""
-        provider = self._logger_provider or get_logger_provider()
-        if isinstance(provider, NoOpLoggerProvider):
-            return False
-        return type(provider).__name__ != "ProxyLoggerProvider"  # the unset global (private)
+        return records_somewhere(self._logger_provider or get_logger_provider())
 
     def checkpointed(
         self, span: Span | None, thread_id: str, checkpoint_id: str, graph_name: str | None

@@ -136,11 +136,9 @@ class CheckpointObserver:
         metadata: CheckpointMetadata,
         new_versions: ChannelVersions,
     ) -> Iterator[PutCall]:
-        """Observe one checkpoint write; yields the metadata to store."""
+        """Observe one checkpoint write; yields the metadata to store. Called only where
+        `active()` (the saver delegates at once otherwise)."""
         call = PutCall(metadata=metadata, new_versions=new_versions)
-        if not self.active():
-            yield call
-            return
         attributes = config_attributes(config)
         attributes.pop(names.CHECKPOINT_ID, None)
         attributes[names.CHECKPOINT_ID] = bounded_text(checkpoint.get("id", ""))
@@ -185,11 +183,9 @@ class CheckpointObserver:
         task_id: str,
         task_path: str,
     ) -> Iterator[InnerCall]:
-        """Observe one pending-writes call. Never looks the checkpoint up."""
+        """Observe one pending-writes call. Never looks the checkpoint up. Called only where
+        `active()` (the saver delegates at once otherwise)."""
         call = InnerCall()
-        if not self.active():
-            yield call
-            return
         scope = scope_of(config)
         attributes = config_attributes(config)
         described = self.telemetry.guard(

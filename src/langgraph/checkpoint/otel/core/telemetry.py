@@ -18,6 +18,7 @@ from typing import Any, TypeVar
 
 from opentelemetry import context as otel_context
 from opentelemetry import metrics, trace
+from opentelemetry._logs import NoOpLoggerProvider
 from opentelemetry.context import Context
 from opentelemetry.instrumentation.utils import is_instrumentation_enabled
 from opentelemetry.metrics import MeterProvider, NoOpMeterProvider
@@ -439,24 +440,18 @@ class Telemetry:
         return not is_instrumentation_enabled()
 
     def live(self) -> bool:
-        """Whether spans or metrics can reach an SDK: a tracer or meter provider that is not the
-        API's no-op or unset proxy. The global providers are read at every call, so an SDK set
-        up after `instrument()` (`opentelemetry-instrument`, an app's start-up) counts at once."""
-        if self._live:
-            return True  # a global provider, once set, is never unset
-        provider = self._tracer_provider or trace.get_tracer_provider()
-        if not isinstance(provider, trace.ProxyTracerProvider | trace.NoOpTracerProvider):
-            self._live = True
-        else:
-            self._live = self.metrics_recording()
+        """Whether spans or metrics can reach an SDK (see `records_somewhere`). The global
+        providers are read at every call until one is an SDK's (a global provider, once set, is
+        never unset), so an SDK set up after `instrument()` (`opentelemetry-instrument`, an app's
+        start-up) counts at once."""
+        if not self._live:
+            tracing = records_somewhere(self._tracer_provider or trace.get_tracer_provider())
+            self._live = tracing or self.metrics_recording()
         return self._live
 
     def metrics_recording(self) -> bool:
         """Whether metric measurements can reach an SDK (not the API's no-op or unset proxy)."""
-        provider = self._meter_provider or metrics.get_meter_provider()
-        if isinstance(provider, NoOpMeterProvider):
-            return False
-        return type(provider).__name__ != "_ProxyMeterProvider"
+        return records_somewhere(self._meter_provider or metrics.get_meter_provider())
 
     # --- operations -------------------------------------------------------------------------
 
@@ -610,6 +605,24 @@ class Telemetry:
             calls,
             {names.TASK_NODE: node, names.TASK_OUTCOME: outcome},
         )
+
+
+_API_PROVIDERS = (
+    trace.ProxyTracerProvider,
+    trace.NoOpTracerProvider,
+    NoOpMeterProvider,
+    NoOpLoggerProvider,
+)
+_API_PROXY_NAMES = frozenset({"_ProxyMeterProvider", "ProxyLoggerProvider"})
+"""The API's unset global meter and logger proxies (private classes: known by name)."""
+
+
+def records_somewhere(provider: object) -> bool:
+    """Whether a tracer, meter or logger provider can record: it is not the API's no-op or its
+    unset global proxy (what an app that set up no SDK has)."""
+    return not isinstance(provider, _API_PROVIDERS) and type(provider).__name__ not in (
+        _API_PROXY_NAMES
+    )
 
 
 def _error_type(error: BaseException) -> str:
