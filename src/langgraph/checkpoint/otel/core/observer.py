@@ -37,7 +37,7 @@ from langgraph.checkpoint.otel.core.calls import (
     PutCall,
     config_attributes,
 )
-from langgraph.checkpoint.otel.core.put_report import PutReporter
+from langgraph.checkpoint.otel.core.put_report import PutReporter, writes_attributes
 from langgraph.checkpoint.otel.core.resumes import ResumeReporter
 from langgraph.checkpoint.otel.core.runs import Runs
 from langgraph.checkpoint.otel.core.scope_state import ScopeStates, scope_of
@@ -187,31 +187,25 @@ class CheckpointObserver:
         `active()` (the saver delegates at once otherwise)."""
         call = InnerCall()
         scope = scope_of(config)
-        attributes = config_attributes(config)
-        described = self.telemetry.guard(
-            "describe put_writes",
-            self._puts.describe_writes,
-            config,
-            scope,
-            writes,
-            task_id,
-            task_path,
+        task = self.telemetry.guard(
+            "describe put_writes", self._puts.task_of, config, scope, writes, task_id, task_path
         )
-        if described is not None:
-            attributes.update(described)
-        outcome = str(described[names.TASK_OUTCOME]) if described is not None else None
-        if outcome == "ok" and not self.options.ok_write_spans:
+        attributes: dict[str, AttributeValue] = {}
+        span_name: str | None = names.SPAN_PUT_WRITES
+        if task is not None and task[1] == "ok" and not self.options.ok_write_spans:
             span_name = None  # timed and counted, no span (see `ok_write_spans`)
         else:
-            span_name = names.SPAN_PUT_WRITES
+            attributes = config_attributes(config)
+            if task is not None:
+                attributes.update(writes_attributes(writes, task_id, task_path, *task))
         run = self._runs.trace_of(scope) if span_name is not None else None
         with self.telemetry.operation(span_name, "put_writes", attributes, run=run) as op:
             call.op = op
             yield call
-        if described is not None:
-            self._runs.count_task(scope, str(described[names.TASK_NODE]), str(outcome))
-        if outcome == "interrupt" and self._events is not None:
-            self.telemetry.guard("note pauses", self._runs.note_pauses, scope, config, writes)
+        if task is not None:
+            self._runs.count_task(scope, *task)
+            if task[1] == "interrupt" and self._events is not None:
+                self.telemetry.guard("note pauses", self._runs.note_pauses, scope, config, writes)
 
     # --- reads and maintenance --------------------------------------------------------------
 

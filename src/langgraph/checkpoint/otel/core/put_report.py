@@ -355,18 +355,17 @@ class PutReporter:
 
     # --- pending writes ---------------------------------------------------------------------
 
-    def describe_writes(
+    def task_of(
         self,
         config: RunnableConfig,
         scope: Scope,
         writes: Sequence[tuple[str, Any]],
         task_id: str,
         task_path: str,
-    ) -> dict[str, AttributeValue]:
-        """The attributes of a pending-writes call; notes the task's node as a writer on the
-        checkpoint it ran from (the child checkpoint applies it)."""
+    ) -> tuple[str, str]:
+        """The node and outcome of a pending-writes call; notes the task's node as a writer
+        on the checkpoint it ran from (the child checkpoint applies it)."""
         checkpoint_id = str((config.get("configurable") or {}).get("checkpoint_id", ""))
-        channels = [channel for channel, _ in writes]
         with self._states.lock:
             seen = self._states.get(scope).last_checkpoint
         sends = seen.sends if seen is not None and seen.id == checkpoint_id else []
@@ -379,14 +378,21 @@ class PutReporter:
         if node is not None and node not in PSEUDO_NODES:
             with self._states.lock:
                 self._states.get(scope).note_writer(checkpoint_id, node)
-        return {
-            names.TASK_ID: task_id,
-            names.TASK_PATH: task_path,
-            names.TASK_NODE: node or UNKNOWN_NODE,
-            names.WRITES_CHANNELS: sorted(set(channels)),
-            names.WRITES_COUNT: len(writes),
-            names.TASK_OUTCOME: task_outcome(channels),
-        }
+        return node or UNKNOWN_NODE, task_outcome(channel for channel, _ in writes)
+
+
+def writes_attributes(
+    writes: Sequence[tuple[str, Any]], task_id: str, task_path: str, node: str, outcome: str
+) -> dict[str, AttributeValue]:
+    """The attributes a pending-writes span adds to the common ones."""
+    return {
+        names.TASK_ID: task_id,
+        names.TASK_PATH: task_path,
+        names.TASK_NODE: node,
+        names.WRITES_CHANNELS: sorted({channel for channel, _ in writes}),
+        names.WRITES_COUNT: len(writes),
+        names.TASK_OUTCOME: outcome,
+    }
 
 
 def _logical_values(

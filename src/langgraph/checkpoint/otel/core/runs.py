@@ -100,6 +100,7 @@ class Runs:
         run = Run(run_trace, loop)
         with self._lock:
             self._runs[scope] = run
+        self._telemetry.measurements.run_started()
         if loop.is_async:
             _ASYNC_RUNS.add(scope, run_trace)
         loop.watch_steps(self._telemetry.fault)
@@ -142,6 +143,7 @@ class Runs:
             self._telemetry.record_thread_growth(*run.lineage)
         self._hasher.release(scope)
         self._telemetry.end_run(run.trace, outcome, error)
+        self._telemetry.measurements.run_ended()
 
     def _report_pauses(self, scope: Scope, run: Run) -> None:
         """`gen_ai.agent.paused` for each interrupt the root run stopped at; a static interrupt

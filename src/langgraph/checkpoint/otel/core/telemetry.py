@@ -35,6 +35,7 @@ from opentelemetry.util.types import AttributeValue
 
 from langgraph.checkpoint.otel import names
 from langgraph.checkpoint.otel.analysis.lineage import TraceContext
+from langgraph.checkpoint.otel.core.measurements import NO_EXEMPLAR, Measurements
 
 logger = logging.getLogger("langgraph.checkpoint.otel")
 
@@ -365,6 +366,8 @@ class Telemetry:
         self._meter_provider = meter_provider
         self._tracer_provider = tracer_provider
         self._live = False
+        self.measurements = Measurements(self.fault)
+        """Held while this saver's runs are in progress (see `measurements`)."""
         self.tracer = trace.get_tracer(
             names.SCOPE, PACKAGE_VERSION, tracer_provider=tracer_provider
         )
@@ -549,15 +552,15 @@ class Telemetry:
                 assert op.span is not None
                 op.set({names.ERROR_TYPE: error_type})
                 self.guard("set status", op.span.set_status, Status(StatusCode.ERROR))
+        exemplar = NO_EXEMPLAR
         if op.span is not None:
             if op.pending:
                 self.guard("set attributes", op.span.set_attributes, op.pending)
             self.guard("end span", op.span.end)
-        self.guard(
-            "record duration",
-            self.duration.record,
-            elapsed if inner is None else inner,
-            attributes,
+            if op.recording:  # the exemplar names the operation's own span
+                exemplar = trace.set_span_in_context(op.span)
+        self.measurements.take(
+            self.duration.record, elapsed if inner is None else inner, attributes, exemplar
         )
 
     # --- measurements -----------------------------------------------------------------------
@@ -565,25 +568,20 @@ class Telemetry:
     def record_sizes(self, state_size: int, channel_sizes: Sequence[tuple[str, int]]) -> None:
         """Record the state size and the size of each changed channel (the channel-size
         histogram's sum is the bytes written per channel)."""
-        try:
-            self.checkpoint_size.record(state_size, self._saver_attributes)
-            for channel, size in channel_sizes:
-                self.channel_size.record(size, {names.CHANNEL_NAME: channel})
-        except Exception as exc:
-            self.fault("record size", exc)
+        take = self.measurements.take
+        take(self.checkpoint_size.record, state_size, self._saver_attributes)
+        for channel, size in channel_sizes:
+            take(self.channel_size.record, size, {names.CHANNEL_NAME: channel})
 
     def record_thread_growth(self, checkpoints: int, written_bytes: int) -> None:
         """Record a thread's line (checkpoints, bytes written) as its run ends."""
-        try:
-            self.thread_checkpoints.record(checkpoints, self._saver_attributes)
-            self.thread_written.record(written_bytes, self._saver_attributes)
-        except Exception as exc:
-            self.fault("record thread growth", exc)
+        take = self.measurements.take
+        take(self.thread_checkpoints.record, checkpoints, self._saver_attributes)
+        take(self.thread_written.record, written_bytes, self._saver_attributes)
 
     def count_schema_mismatch(self, written: str, running: str) -> None:
         """Count one resume of a checkpoint written under schema version `written`."""
-        self.guard(
-            "count schema mismatch",
+        self.measurements.take(
             self.schema_mismatches.add,
             1,
             {names.SCHEMA_WRITTEN_VERSION: written, names.SCHEMA_RUNNING_VERSION: running},
@@ -591,19 +589,16 @@ class Telemetry:
 
     def count_resume(self, kind: str) -> None:
         """Count one resume by kind."""
-        self.guard("count resume", self.resumes.add, 1, {names.RESUME_KIND: kind})
+        self.measurements.take(self.resumes.add, 1, {names.RESUME_KIND: kind})
 
     def count_divergence(self, kind: str) -> None:
         """Count one divergence finding by kind."""
-        self.guard("count divergence", self.divergences.add, 1, {names.DIVERGENCE_KIND: kind})
+        self.measurements.take(self.divergences.add, 1, {names.DIVERGENCE_KIND: kind})
 
     def count_task_outcome(self, node: str, outcome: str, calls: int = 1) -> None:
         """Count pending-writes calls by node and outcome."""
-        self.guard(
-            "count task outcome",
-            self.task_outcomes.add,
-            calls,
-            {names.TASK_NODE: node, names.TASK_OUTCOME: outcome},
+        self.measurements.take(
+            self.task_outcomes.add, calls, {names.TASK_NODE: node, names.TASK_OUTCOME: outcome}
         )
 
 
