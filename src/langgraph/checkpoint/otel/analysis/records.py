@@ -367,14 +367,28 @@ def repr_bytes(value: Any) -> bytes:
 def message_tool_activity(
     messages: Sequence[Any], start: int = 0
 ) -> tuple[tuple[ToolCall, ...], tuple[ToolCall, ...]]:
-    """Tool calls requested and answered by `messages[start:]`.
+    """Tool calls requested and answered by `messages[start:]` (see `added_tool_activity`)."""
+    requested, answered = added_tool_activity(messages, start)
+    return tuple(call for _, call in requested), answered
 
-    A tool message is matched to the request it answers through its `tool_call_id`, looked up
-    from the newest message backwards (so the cost follows the new messages, not the history),
-    and its key carries the request's name and arguments.
+
+def added_tool_activity(
+    messages: Sequence[Any], start: int = 0, known: Mapping[str, ToolCall] | None = None
+) -> tuple[list[tuple[str, ToolCall]], tuple[ToolCall, ...]]:
+    """(model-issued call id, call) for each tool call `messages[start:]` request, in order,
+    and the calls their tool messages answer.
+
+    A tool message is matched to the request it answers through its `tool_call_id`: among the
+    added messages' requests, then in `known` (requests already keyed, by call id), then from
+    the newest message backwards (so the cost follows the new messages, not the history); its
+    key carries the request's name and arguments.
     """
     added = messages[start:]
-    requested = [_tool_call(call) for message in added for call in _requested_calls(message)]
+    requested = [
+        (str(call.get("id") or ""), _tool_call(call))
+        for message in added
+        for call in _requested_calls(message)
+    ]
     wanted = {
         str(getattr(message, "tool_call_id", ""))
         for message in added
@@ -382,13 +396,21 @@ def message_tool_activity(
     }
     requests: dict[str, ToolCall] = {}
     if wanted:
-        for message in reversed(messages):
-            for call in _requested_calls(message):
-                call_id = str(call.get("id") or "")
-                if call_id in wanted and call_id not in requests:
-                    requests[call_id] = _tool_call(call)
-            if len(requests) == len(wanted):
-                break
+        for call_id, added_call in reversed(requested):
+            if call_id in wanted:
+                requests.setdefault(call_id, added_call)
+        for call_id in wanted - requests.keys():
+            known_call = (known or {}).get(call_id)
+            if known_call is not None:
+                requests[call_id] = known_call
+        if len(requests) < len(wanted):
+            for message in reversed(messages[:start]):
+                for call in _requested_calls(message):
+                    call_id = str(call.get("id") or "")
+                    if call_id in wanted and call_id not in requests:
+                        requests[call_id] = _tool_call(call)
+                if len(requests) == len(wanted):
+                    break
     answered = []
     for message in added:
         if getattr(message, "type", None) != "tool":
@@ -396,7 +418,7 @@ def message_tool_activity(
         request = requests.get(str(getattr(message, "tool_call_id", "")))
         name = str(getattr(message, "name", None) or (request.name if request else ""))
         answered.append(request or ToolCall(name, f"{name}:?"))
-    return tuple(requested), tuple(answered)
+    return requested, tuple(answered)
 
 
 def requested_tool_calls(messages: Iterable[Any]) -> list[tuple[str, ToolCall]]:

@@ -26,10 +26,10 @@ from langgraph.checkpoint.otel.analysis.records import (
     Scope,
     StoredTelemetry,
     ToolActivity,
+    ToolCall,
+    added_tool_activity,
     bounded_text,
     is_state_channel,
-    message_tool_activity,
-    requested_tool_calls,
     stored_nodes,
     task_outcome,
 )
@@ -140,10 +140,12 @@ class PutReporter:
             lineage = self._grow(scope, checkpoint, parent_id, digest, written, attributes)
             state_changes = [c for c in digest.changed if is_state_channel(c)]
             self._channel_events(op, digest, sizes, state_changes, values)
-            if op.recording:
-                self._tool_call_events(op, digest, values, parent_id is None)
+            added = self._added_tool_activity(scope, digest, values, not parent_id)
+            if op.recording and added is not None:
+                self._tool_call_events(op, added[0])
             self._telemetry.record_sizes(digest.size_bytes, [(c, sizes[c]) for c in state_changes])
-            tools, run_tools = self._step_tools(scope, parent_id, metadata, digest, values)
+            own = None if added is None else added[1]
+            tools, run_tools = self._step_tools(scope, parent_id, metadata, own)
             if self._options.store_hashes:
                 state_hash = digest.state_hash
                 channel_digests = {name: (d.hash, d.size) for name, d in digest.channels.items()}
@@ -181,27 +183,41 @@ class PutReporter:
             )
             call.metadata = {**metadata, names.METADATA_KEY: stored.to_metadata()}  # type: ignore[typeddict-unknown-key]
 
+    def _added_tool_activity(
+        self, scope: Scope, digest: StateDigest, values: Mapping[str, Any], first: bool
+    ) -> tuple[list[tuple[str, ToolCall]], ToolActivity] | None:
+        """The tool calls the messages this put added request, by call id, and the activity
+        (requested and answered) they make; None when the added messages are unknown. The
+        scope's requests so far answer its tool messages without hashing their arguments
+        again."""
+        channel = self._options.messages_channel
+        if channel not in digest.changed:
+            return [], ToolActivity()
+        added = _added_messages(digest, channel, values, first)
+        if added is None:
+            return None
+        with self._states.lock:
+            known = self._states.get(scope).tool_requests
+        requested, answered = added_tool_activity(*added, known=known)
+        with self._states.lock:
+            known.update((call_id, call) for call_id, call in requested if call_id)
+        return requested, ToolActivity(tuple(call for _, call in requested), answered)
+
     def _step_tools(
         self,
         scope: Scope,
         parent_id: str | None,
         metadata: Mapping[str, Any],
-        digest: StateDigest,
-        values: Mapping[str, Any],
+        own: ToolActivity | None,
     ) -> tuple[ToolActivity | None, ToolActivity | None]:
         """The tool calls this checkpoint's step requested and answered, its subgraphs'
-        included (None when the messages it added are unknown); and, for a subgraph's
+        included (None when the messages it added, `own`, are unknown); and, for a subgraph's
         checkpoint, those of the subgraph's run so far.
 
         A subgraph's put notes its run's activity with the root checkpoint it runs from
         (LangGraph's `parents` metadata), for the root put that applies the step to add: a
         subgraph that a fork runs again, under a new namespace, is compared as part of that
         step."""
-        channel = self._options.messages_channel
-        own: ToolActivity | None = ToolActivity()
-        if channel in digest.changed:
-            added = _added_messages(digest, channel, values, not parent_id)
-            own = None if added is None else ToolActivity(*message_tool_activity(*added))
         thread_id, namespace = scope
         with self._states.lock:
             state = self._states.get(scope)
@@ -311,18 +327,12 @@ class PutReporter:
                 },
             )
 
-    def _tool_call_events(
-        self, op: Operation, digest: StateDigest, values: Mapping[str, Any], first: bool
-    ) -> None:
+    def _tool_call_events(self, op: Operation, requested: list[tuple[str, ToolCall]]) -> None:
         """One `langgraph.tool_call` event per tool call the new messages request (known only
         where the hasher saw the channel's previous length, or on a thread's first put)."""
-        added = _added_messages(digest, self._options.messages_channel, values, first)
-        if added is None:
+        if not requested:
             return
-        messages, start = added
-        calls = requested_tool_calls(messages[start:])
-        if not calls:
-            return
+        calls = [(bounded_text(call_id), call) for call_id, call in requested]
         TOOL_CALLS.note(calls)
         for call_id, call in calls[: self._options.max_channel_events]:
             op.event(

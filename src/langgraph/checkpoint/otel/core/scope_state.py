@@ -21,7 +21,7 @@ from langgraph.checkpoint.otel._langgraph.formats import (
     parent_namespace,
     send_targets,
 )
-from langgraph.checkpoint.otel.analysis.records import Scope, ToolActivity, key_text
+from langgraph.checkpoint.otel.analysis.records import Scope, ToolActivity, ToolCall, key_text
 from langgraph.checkpoint.otel.bounded import BoundedDict
 
 Lineage = tuple[int, int]
@@ -30,6 +30,8 @@ V = TypeVar("V")
 LINEAGE_CHECKPOINTS = 4
 """Checkpoints per scope whose lines are remembered for their children."""
 WRITER_CHECKPOINTS = 16
+TOOL_REQUESTS = 256
+"""Tool calls per scope whose keys are remembered for the tool messages answering them."""
 """Checkpoints per scope whose writers are remembered until a put applies them."""
 
 
@@ -75,6 +77,11 @@ class ScopeState:
     """(root scopes) checkpoint id -> namespace -> the tool activity of the run of that
     subgraph that runs from it, so far; until the put of its child (which applies the step
     that ran the subgraph) reads it."""
+    tool_requests: BoundedDict[str, ToolCall] = field(
+        default_factory=lambda: BoundedDict(TOOL_REQUESTS)
+    )
+    """model-issued call id -> the call, for the calls this run's puts saw requested (their
+    tool messages' keys without hashing the arguments again)."""
     run_tools: ToolActivity | None = None
     """(subgraph scopes) the tool activity of this run of the subgraph so far, from its first
     checkpoint (a resumed run continues from the loaded checkpoint's); None: unknown."""
