@@ -223,8 +223,13 @@ class SpanOnlySaver(BaseCheckpointSaver[Any]):
     shipping configuration: it shows how much of the overhead is the OpenTelemetry SDK itself.
     """
 
-    def __init__(self, inner: BaseCheckpointSaver[Any], tel: Telemetry) -> None:
+    def __init__(
+        self, inner: BaseCheckpointSaver[Any], tel: Telemetry, write_spans: bool = True
+    ) -> None:
         self.inner = inner
+        self.write_spans = write_spans
+        """False: pending writes are timed, with no span (the library's default for writes
+        whose task succeeded)."""
         self.tracer = tel.tracer_provider.get_tracer("floor")
         self.duration = tel.meter_provider.get_meter("floor").create_histogram("floor", unit="s")
         self.serde = inner.serde
@@ -241,8 +246,11 @@ class SpanOnlySaver(BaseCheckpointSaver[Any]):
         }
         started = time.perf_counter()
         name = f"langgraph.checkpoint.{operation}"
-        with self.tracer.start_as_current_span(name, attributes=attributes):
+        if operation == "put_writes" and not self.write_spans:
             result = fn(*args)
+        else:
+            with self.tracer.start_as_current_span(name, attributes=attributes):
+                result = fn(*args)
         self.duration.record(
             time.perf_counter() - started,
             {"langgraph.operation": operation, "langgraph.saver": type(self.inner).__name__},

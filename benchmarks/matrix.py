@@ -20,7 +20,10 @@ for the whole matrix, a fresh database per cell, a connection per variant).
 Variants: ``bare``; ``ours`` (this library, SDK keeping every trace); ``ours_dropped`` (SDK
 `TracerProvider(sampler=ALWAYS_OFF)`, plus a `MeterProvider` with a reader, as an app that
 keeps metrics); ``ours_nosdk`` (no provider given and none set globally: the API's no-op /
-proxy providers, what a library user who has not set up OpenTelemetry runs); and the peers of
+proxy providers, what a library user who has not set up OpenTelemetry runs); ``floor``
+(`_harness.SpanOnlySaver(write_spans=False)`: a span per load and put with the common
+attributes, one duration measurement per call, nothing else: the SDK's own share of the
+contract's spans); and the peers of
 ``peers.py`` (official GenAI, OpenInference, Traceloop), instrumented around each timed invoke
 and restored after it (`peers.PeerRunner`).
 
@@ -89,7 +92,12 @@ AGENT_SHAPES = ("parallel", "sequential", "long", "deep", "supervisor")
 SAVERS: dict[str, str] = {"memory": "InMemory", "sqlite": "Sqlite", "postgres": "Postgres"}
 OURS = ("ours", "ours_dropped", "ours_nosdk")
 PEER_VARIANTS = tuple(p.variant for p in peers.PEERS)
-VARIANTS: tuple[str, ...] = ("bare", *OURS, *PEER_VARIANTS)
+FLOOR = "floor"
+"""`_harness.SpanOnlySaver(write_spans=False)`: the library's spans for loads and puts with the
+common attributes and one duration measurement per call (pending writes timed, no span), and
+nothing else (no run span, hashing, events, lineage or other metrics): what the SDK alone costs
+for the contract's spans, not a shipping setup."""
+VARIANTS: tuple[str, ...] = ("bare", *OURS, FLOOR, *PEER_VARIANTS)
 NOSDK_TARGET = 1.02
 DROPPED_TARGET = 0.5
 OWN_TARGET_US = 150.0
@@ -295,6 +303,8 @@ def run_cell(
                 saver = inner[v] = make(v)
                 if v == "ours_nosdk":  # no provider: the global API ones (none set: no-op)
                     saver = instrument(saver)
+                elif v == FLOOR:
+                    saver = h.SpanOnlySaver(saver, tels[v], write_spans=False)  # type: ignore[arg-type]
                 elif v in OURS:
                     tel = tels[v]
                     saver = instrument(
@@ -443,13 +453,14 @@ def cell_targets(cell: dict[str, Any]) -> list[dict[str, Any]]:
 def own_cell(plan: Plan, tmp: str) -> dict[str, Any]:
     """Target (4): added process CPU per checkpoint at ~10 KB of history (InMemorySaver)."""
     samples, _ = run_cell(
-        "own", "own", ("bare", "ours"), plan.warmup * 5, plan.own_rounds, tmp, None, {}
+        "own", "own", ("bare", "ours", FLOOR), plan.warmup * 5, plan.own_rounds, tmp, None, {}
     )
-    bare, ours = samples["bare"], samples["ours"]
+    bare, ours, floor = samples["bare"], samples["ours"], samples[FLOOR]
     puts = statistics.fmean(bare.puts)  # checkpoints per measured invoke (the same for ours)
     diff = statistics.median(ours.cpu_ms) - statistics.median(bare.cpu_ms)
     lo, hi = h.bootstrap_diff_ci(ours.cpu_ms, bare.cpu_ms)
     per = diff * 1000 / puts
+    floor_per = (statistics.median(floor.cpu_ms) - statistics.median(bare.cpu_ms)) * 1000 / puts
     return {
         "title": "added CPU per checkpoint, ~10 KB history, 1-node graph, InMemorySaver",
         "rounds": plan.own_rounds,
@@ -459,6 +470,8 @@ def own_cell(plan: Plan, tmp: str) -> dict[str, Any]:
         "spans_per_invoke": statistics.fmean(ours.spans),
         "per_checkpoint_us": per,
         "per_checkpoint_us_ci95": [lo * 1000 / puts, hi * 1000 / puts],
+        "floor_per_checkpoint_us": floor_per,
+        "floor_spans_per_invoke": statistics.fmean(floor.spans),
         "target": {
             "target": 4,
             "name": "matrix (4) added CPU per checkpoint at ~10 KB history, all threads (us)",
@@ -546,7 +559,9 @@ def report_lines(result: dict[str, Any]) -> list[str]:
         "CPU per invoke, whole process (all threads), invoke + span flush: ratio of medians vs "
         "bare [95% CI] spans/invoke;",
         "drop = (all-dropped - bare)/(all-sampled - bare); targets (1) ours <= otel_genai "
-        "(agents), (2) nosdk <= 1.02, (3) drop <= 0.5",
+        "(agents), (2) nosdk <= 1.02, (3) drop <= 0.5;",
+        "floor = a span per load and put, a duration measurement per call, nothing else "
+        "(the SDK's own cost of the contract's spans; not a shipping setup)",
         "",
         f"{'cell':40} {'rnds':>4} {'bare ms':>8} "
         + " ".join(f"{v:>{w}}" for v in shown)
@@ -586,6 +601,8 @@ def report_lines(result: dict[str, Any]) -> list[str]:
             f"checkpoints/invoke, {own['spans_per_invoke']:.0f} spans/invoke): "
             f"{own['per_checkpoint_us']:.0f} us [{lo:.0f},{hi:.0f}] <= {OWN_TARGET_US:.0f}  "
             f"{own['target']['status']}",
+            f"    floor (a span per load and put, a duration per call, SDK only): "
+            f"{own['floor_per_checkpoint_us']:.0f} us per checkpoint",
         ]
     for v, why in result.get("unavailable_peers", {}).items():
         lines.append(f"  {v} UNAVAILABLE: {why}")

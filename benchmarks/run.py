@@ -3,7 +3,8 @@
     .venv/bin/python benchmarks/run.py            # full run (~3 min on 2 cores, +1 min for
                                                   # the inspector's, whose databases, 5.3 GB
                                                   # under .bench/, take ~2 min the first time;
-                                                  # +6.5 min for the matrix, section 9)
+                                                  # +6.5 min for the matrix, section 9,
+                                                  # +1 min for the breakdown, section 10)
     .venv/bin/python benchmarks/run.py --quick    # ~2.5 min (1 min 45 s of it the matrix)
 
 Prints a table and a PASS/FAIL summary per target, writes .bench/results.json, and always
@@ -29,6 +30,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import _harness as h
+import breakdown
 import inspector_scale
 import matrix
 import memory
@@ -321,6 +323,7 @@ def main() -> int:
             "restart",
             "scale",
             "matrix",
+            "breakdown",
         ),
         help="run only one of the benchmarks",
     )
@@ -354,6 +357,7 @@ def main() -> int:
         "restart": None,
         "inspector_scale": None,
         "matrix": None,
+        "breakdown": None,
     }
 
     with tempfile.TemporaryDirectory(prefix="lgotel-bench-") as tmp:
@@ -391,6 +395,9 @@ def main() -> int:
         if args.only in (None, "matrix"):
             log("[matrix] shapes x savers x variants (issue 21), CPU of every thread")
             results["matrix"] = matrix.bench_matrix(plan.label)
+        if args.only in (None, "breakdown"):
+            log("[breakdown] where the added CPU goes, part by part (the floors)")
+            results["breakdown"] = breakdown.bench_breakdown(quick=plan.label == "quick")
     results["elapsed_s"] = time.perf_counter() - started
 
     targets = evaluate(results)
@@ -592,6 +599,8 @@ def print_report(results: dict[str, Any], targets: list[dict[str, Any]]) -> None
         print("\n8. " + "\n".join(inspector_scale.report_lines(results["inspector_scale"])))
     if results["matrix"]:
         print("\n9. " + "\n".join(matrix.report_lines(results["matrix"])))
+    if results["breakdown"]:
+        print("\n10. " + "\n".join(breakdown.report_lines(results["breakdown"])))
     if results["reads"]:
         print(
             f"\n3. reads of a {READ_CHECKPOINTS}-checkpoint thread (median ms; ratio to bare): "
