@@ -614,10 +614,19 @@ _API_PROXY_NAMES = frozenset({"_ProxyMeterProvider", "ProxyLoggerProvider"})
 
 def records_somewhere(provider: object) -> bool:
     """Whether a tracer, meter or logger provider can record: it is not the API's no-op or its
-    unset global proxy (what an app that set up no SDK has)."""
-    return not isinstance(provider, _API_PROVIDERS) and type(provider).__name__ not in (
-        _API_PROXY_NAMES
-    )
+    unset global proxy (what an app that set up no SDK has). Known per type (checked on every
+    call of an app with no SDK: an `isinstance` of the API's abstract classes costs more than
+    the rest of such a call)."""
+    kind = type(provider)
+    known = _RECORDS_BY_TYPE.get(kind)
+    if known is None:
+        known = not isinstance(provider, _API_PROVIDERS) and kind.__name__ not in _API_PROXY_NAMES
+        if len(_RECORDS_BY_TYPE) < 64:  # provider types are few
+            _RECORDS_BY_TYPE[kind] = known
+    return known
+
+
+_RECORDS_BY_TYPE: dict[type, bool] = {}
 
 
 def _error_type(error: BaseException) -> str:
