@@ -1,5 +1,6 @@
-"""Rewriting a graph's nodes (the resume harness injects failures through it): the builder's
-node specs, its default error handler and LangGraph's own node runnable."""
+"""A compiled graph's builder, read and rewritten: its structure (`graph_structure`, for the
+graph fingerprint), and its nodes rewritten (the resume harness injects failures through it):
+the builder's node specs, its default error handler and LangGraph's own node runnable."""
 
 from __future__ import annotations
 
@@ -52,3 +53,56 @@ def node_runnable(
 ) -> Runnable[Any, Any]:
     """A node body as LangGraph runs its own: no trace of its own, the config passed in."""
     return RunnableCallable(run, arun, name=name, trace=False, recurse=False)
+
+
+MAX_SUBGRAPH_DEPTH = 8
+"""Subgraphs nested deeper than this are named by their node only (no structure hash)."""
+
+
+def graph_description(graph: Any, depth: int = 0) -> dict[str, Any]:
+    """The structure of a compiled graph as plain data, by name only (never a value, default
+    or docstring): the fields of `analysis.fingerprint.GraphStructure`, with `subgraphs`
+    mapping a node to its subgraph's description. A graph without a `StateGraph` builder (a
+    bare `Pregel`) gives its channels and nodes alone."""
+    builder = getattr(graph, "builder", None)
+    node_specs: dict[str, Any] = dict(getattr(builder, "nodes", None) or {})
+    nodes = list(node_specs) or list(getattr(graph, "nodes", None) or ())
+    subgraphs: dict[str, Any] = {}
+    if depth < MAX_SUBGRAPH_DEPTH:
+        get_subgraphs = getattr(graph, "get_subgraphs", None)
+        for node, subgraph in get_subgraphs() if callable(get_subgraphs) else ():
+            subgraphs[str(node)] = graph_description(subgraph, depth + 1)
+    return {
+        "nodes": [str(n) for n in nodes],
+        "edges": [(str(a), str(b)) for a, b in getattr(builder, "edges", None) or ()],
+        "branches": [
+            (str(source), str(name), sorted(str(t) for t in (spec.ends or {}).values()))
+            for source, named in (getattr(builder, "branches", None) or {}).items()
+            for name, spec in named.items()
+        ],
+        "channels": {
+            str(name): _channel_kind(channel)
+            for name, channel in (getattr(graph, "channels", None) or {}).items()
+        },
+        "interrupt_before": _node_names(getattr(graph, "interrupt_before_nodes", ())),
+        "interrupt_after": _node_names(getattr(graph, "interrupt_after_nodes", ())),
+        "deferred": [str(n) for n, spec in node_specs.items() if getattr(spec, "defer", False)],
+        "subgraphs": subgraphs,
+    }
+
+
+def _channel_kind(channel: Any) -> str:
+    """A channel's class, and its reducer's qualified name where it has one."""
+    kind = type(channel).__name__
+    operator = getattr(channel, "operator", None)
+    if operator is None:
+        return kind
+    name = getattr(operator, "__qualname__", None) or type(operator).__name__
+    return f"{kind}({name})"
+
+
+def _node_names(value: Any) -> tuple[str, ...]:
+    """Static interrupt nodes: `"*"` (all) or a sequence of names."""
+    if isinstance(value, str):
+        return (value,)
+    return tuple(sorted(str(v) for v in value or ()))
