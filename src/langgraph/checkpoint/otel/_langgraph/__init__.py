@@ -8,6 +8,8 @@ LangGraph release that changes them is met in one place:
 - `loop`: runs seen from the loop (`install`, `entering_run`, `LoopRun`, `set_task_scope`,
   `update_node`, `run_outcome`), robust to savers between LangGraph and the wrapper; the values
   of delta channels as each checkpoint is created (`delta_values`, `delta_snapshot_value`).
+- `graph`: a compiled graph's structure by name (`graph_description`, for the fingerprint),
+  and its nodes rewritten (the resume harness).
 - `savers`: savers that delegate to another one (the Agent Server's adapter, users' own), so
   an instrumented saver behind them is found and never wrapped twice.
 

@@ -1,4 +1,4 @@
-"""A compiled graph's builder, read and rewritten: its structure (`graph_structure`, for the
+"""A compiled graph's builder, read and rewritten: its structure (`graph_description`, for the
 graph fingerprint), and its nodes rewritten (the resume harness injects failures through it):
 the builder's node specs, its default error handler and LangGraph's own node runnable."""
 

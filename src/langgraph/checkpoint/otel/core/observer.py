@@ -24,7 +24,7 @@ from opentelemetry.trace import TracerProvider
 from opentelemetry.util.types import AttributeValue
 
 from langgraph.checkpoint.otel import names
-from langgraph.checkpoint.otel._langgraph.loop import LoopRun
+from langgraph.checkpoint.otel._langgraph.loop import LoopRun, entering_run
 from langgraph.checkpoint.otel.analysis.hashing import StateHasher
 from langgraph.checkpoint.otel.analysis.lineage import RunStart
 from langgraph.checkpoint.otel.analysis.records import bounded_text, key_text
@@ -210,16 +210,18 @@ class CheckpointObserver:
     # --- reads and maintenance --------------------------------------------------------------
 
     @contextmanager
-    def load(self, config: RunnableConfig, run: LoopRun | None = None) -> Iterator[LoadCall]:
+    def load(self, config: RunnableConfig, may_start_run: bool = False) -> Iterator[LoadCall]:
         """Observe a load (get / get_tuple); `LoadCall.done(result)` reports the result.
 
-        `run` is set when the load starts a run (see `_langgraph.loop.entering_run`): then
+        With `may_start_run`, a load made while a loop enters is the run's (see
+        `_langgraph.loop.entering_run`, looked at only where this call reports at all): then
         the run begins (its trace, see `runs`), and a load of an existing checkpoint is a
         resume, renamed `langgraph.checkpoint.resume`.
         """
         if not self.active():
             yield LoadCall()
             return
+        run = entering_run() if may_start_run else None
         run_trace = self._begin_run(config, run)
         # a load inside a run that is not the run's (LangGraph's superseded check on a
         # replay, a node reading its thread) is in the run's trace too
@@ -248,16 +250,18 @@ class CheckpointObserver:
 
     @contextmanager
     def listing(
-        self, config: RunnableConfig | None, limit: int | None, run: LoopRun | None = None
+        self, config: RunnableConfig | None, limit: int | None, may_start_run: bool = False
     ) -> Iterator[ListCall]:
         """Observe a listing; the span covers the whole iteration (not made current).
 
-        `run` is set when the listing is a run's load (a subgraph's, while its parent replays).
+        With `may_start_run`, a listing made while a loop enters is the run's load (a
+        subgraph's, while its parent replays; see `load`).
         """
         call = ListCall()
         if not self.active():
             yield call
             return
+        run = entering_run() if may_start_run else None
         attributes = config_attributes(config)
         if limit is not None:
             attributes[names.LIST_LIMIT] = limit

@@ -39,7 +39,6 @@ from langgraph.checkpoint.serde.base import SerializerProtocol
 from opentelemetry.util.types import AttributeValue
 
 from langgraph.checkpoint.otel import names
-from langgraph.checkpoint.otel._langgraph.loop import LoopRun, entering_run
 from langgraph.checkpoint.otel.analysis.records import bounded_text, without_stored_telemetry
 from langgraph.checkpoint.otel.core.calls import config_attributes, latest_config
 from langgraph.checkpoint.otel.core.observer import PRUNE_COUNT_LIMIT, CheckpointObserver
@@ -99,15 +98,10 @@ class InstrumentedSaver(BaseCheckpointSaver[Any]):
             return self
         return wrapper_type(inner)(inner, self.observer)
 
-    def _entering_run(self) -> LoopRun | None:
-        """The run whose loop is entering (see `entering_run`), where this call reports at all
-        (with nothing to report to, the entry is not even looked at)."""
-        return entering_run() if self.observer.active() else None
-
     # --- core methods: always delegated to the inner instance ------------------------------
 
     def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
-        with self.observer.load(config, self._entering_run()) as call:
+        with self.observer.load(config, may_start_run=True) as call:
             get_tuple = untraced(self.inner.get_tuple)  # our span is the call's one span
             loaded = get_tuple(config)
             latest = get_tuple(latest_config(config)) if call.wants_latest else None
@@ -118,7 +112,7 @@ class InstrumentedSaver(BaseCheckpointSaver[Any]):
             return None if loaded is None else _visible(loaded)
 
     async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
-        with self.observer.load(config, self._entering_run()) as call:
+        with self.observer.load(config, may_start_run=True) as call:
             aget_tuple = untraced(self.inner.aget_tuple)  # our span is the call's one span
             loaded = await aget_tuple(config)
             latest = await aget_tuple(latest_config(config)) if call.wants_latest else None
@@ -154,7 +148,7 @@ class InstrumentedSaver(BaseCheckpointSaver[Any]):
         before: RunnableConfig | None = None,
         limit: int | None = None,
     ) -> Iterator[CheckpointTuple]:
-        with self.observer.listing(config, limit, self._entering_run()) as call:
+        with self.observer.listing(config, limit, may_start_run=True) as call:
             for item in self.inner.list(config, filter=filter, before=before, limit=limit):
                 call.results += 1
                 yield _visible(item)
@@ -167,7 +161,7 @@ class InstrumentedSaver(BaseCheckpointSaver[Any]):
         before: RunnableConfig | None = None,
         limit: int | None = None,
     ) -> AsyncIterator[CheckpointTuple]:
-        with self.observer.listing(config, limit, self._entering_run()) as call:
+        with self.observer.listing(config, limit, may_start_run=True) as call:
             async for item in self.inner.alist(config, filter=filter, before=before, limit=limit):
                 call.results += 1
                 yield _visible(item)

@@ -30,9 +30,9 @@ V = TypeVar("V")
 LINEAGE_CHECKPOINTS = 4
 """Checkpoints per scope whose lines are remembered for their children."""
 WRITER_CHECKPOINTS = 16
+"""Checkpoints per scope whose writers are remembered until a put applies them."""
 TOOL_REQUESTS = 256
 """Tool calls per scope whose keys are remembered for the tool messages answering them."""
-"""Checkpoints per scope whose writers are remembered until a put applies them."""
 
 
 @dataclass(slots=True)
