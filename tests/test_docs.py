@@ -21,6 +21,7 @@ NOT_TELEMETRY = {
     "META_LINEAGE",
     "META_TOOLS",
     "META_RUN_TOOLS",
+    "META_GRAPH",
     "UNVERSIONED",
     "SCOPE",
 }

@@ -8,12 +8,11 @@ import pytest
 from langgraph.types import Send
 
 from langgraph.checkpoint.otel import names
+from langgraph.checkpoint.otel.analysis.carrier import TraceContext, parse_carrier
 from langgraph.checkpoint.otel.analysis.lineage import (
     LoadedCheckpoint,
     RunStart,
-    TraceContext,
     classify_resume,
-    parse_carrier,
     resume_log,
     scheduled_nodes,
 )

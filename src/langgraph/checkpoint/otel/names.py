@@ -132,6 +132,27 @@ UNVERSIONED: Final = "unversioned"
 MIGRATION_FROM: Final = "langgraph.schema.migration.from"
 MIGRATION_TO: Final = "langgraph.schema.migration.to"
 
+# --- graph structure (deploy safety) ----------------------------------------------------------
+GRAPH_STRUCTURE_HASH: Final = "langgraph.graph.structure_hash"
+"""The running graph's structure hash (`analysis.fingerprint`): nodes, edges, branch targets,
+channels and reducers, interrupts, deferral, subgraphs, by name; on run spans, puts and
+resumes."""
+EVENT_GRAPH_CHANGED: Final = "langgraph.graph.changed"
+"""On a resume span: the loaded checkpoint was written under another graph structure."""
+GRAPH_WRITTEN_STRUCTURE_HASH: Final = "langgraph.graph.written_structure_hash"
+GRAPH_NODES_ADDED: Final = "langgraph.graph.nodes_added"
+GRAPH_NODES_REMOVED: Final = "langgraph.graph.nodes_removed"
+GRAPH_CHANNELS_ADDED: Final = "langgraph.graph.channels_added"
+GRAPH_CHANNELS_REMOVED: Final = "langgraph.graph.channels_removed"
+GRAPH_CHANNELS_CHANGED: Final = "langgraph.graph.channels_changed"
+"""Channels in both structures whose kind or reducer differs."""
+
+# --- concurrent writes ---------------------------------------------------------------------
+EVENT_CONCURRENT_WRITE: Final = "langgraph.concurrent_write"
+"""On a put span: the checkpoint's parent already has a child written by another run."""
+CONCURRENT_OTHER_CHECKPOINT_ID: Final = "langgraph.concurrent_write.other_checkpoint_id"
+CONCURRENT_OTHER_TRACE_ID: Final = "langgraph.concurrent_write.other_trace_id"
+
 # --- tool calls -------------------------------------------------------------------------------
 EVENT_TOOL_CALL: Final = "langgraph.tool_call"
 """On a put span: one per tool call first requested in the checkpoint's new messages."""
@@ -209,6 +230,13 @@ METRIC_SCHEMA_MISMATCHES: Final = "langgraph.checkpoint.schema.mismatches"
 """Counter: resumes of a checkpoint written under another schema version (attributes: the
 written and running versions, which the application declares)."""
 
+METRIC_GRAPH_CHANGES: Final = "langgraph.checkpoint.graph.changes"
+"""Counter: resumes of a checkpoint written under another graph structure (attribute: the
+graph's name)."""
+METRIC_CONCURRENT_WRITES: Final = "langgraph.checkpoint.concurrent_writes"
+"""Counter: puts whose parent already has a child written by another run (attribute: the
+graph's name)."""
+
 # --- checkpoint metadata written by the wrapper -----------------------------------------------
 METADATA_KEY: Final = "otel"
 """The one metadata key the wrapper adds to each stored checkpoint; its value is a dict."""
@@ -222,6 +250,9 @@ META_RESUME: Final = "resume"
 """{"kind", "from"} on the first checkpoint a resumed run wrote."""
 META_SCHEMA: Final = "schema"
 """The `schema_version` the checkpoint was written under (absent: unversioned)."""
+META_GRAPH: Final = "graph"
+"""[structure hash, [node, ...], {channel: kind}] of the graph that wrote the checkpoint
+(`fingerprint.StructureSummary`)."""
 META_LINEAGE: Final = "lineage"
 """[checkpoints, written_bytes] of the checkpoint's line of ancestors, itself included."""
 META_TOOLS: Final = "tools"

@@ -41,8 +41,13 @@ def _did_you_mean(name: str, candidates: Iterable[str]) -> str:
     return f"; did you mean {nearest!r}?" if nearest else ""
 
 
-DivergenceKind = Literal["state", "trajectory", "duplicate_tool_call"]
-DETECTORS: tuple[DivergenceKind, ...] = ("state", "trajectory", "duplicate_tool_call")
+DivergenceKind = Literal["state", "trajectory", "duplicate_tool_call", "concurrent_write"]
+DETECTORS: tuple[DivergenceKind, ...] = (
+    "state",
+    "trajectory",
+    "duplicate_tool_call",
+    "concurrent_write",
+)
 
 
 class DivergencePolicy(BaseModel):

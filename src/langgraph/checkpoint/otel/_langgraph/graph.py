@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import typing
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -106,3 +107,48 @@ def _node_names(value: Any) -> tuple[str, ...]:
     if isinstance(value, str):
         return (value,)
     return tuple(sorted(str(v) for v in value or ()))
+
+
+def state_fields(graph: Any) -> dict[str, tuple[Any, bool]]:
+    """The compiled graph's state keys: name -> (type annotation, required), read from its
+    builder's state schema (a pydantic model: fields without a default are required; a
+    TypedDict: its required keys; a dataclass: fields without a default). {} when unknown."""
+    schema = getattr(getattr(graph, "builder", None), "state_schema", None)
+    if schema is None:
+        return {}
+    model_fields = getattr(schema, "model_fields", None)
+    if isinstance(model_fields, dict):  # pydantic
+        return {name: (f.annotation, f.is_required()) for name, f in model_fields.items()}
+    if dataclasses.is_dataclass(schema):
+        hints = _hints(schema)
+        return {
+            f.name: (
+                hints.get(f.name, Any),
+                f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING,
+            )
+            for f in dataclasses.fields(schema)
+        }
+    hints = _hints(schema)
+    required = getattr(schema, "__required_keys__", frozenset(hints))
+    return {name: (hint, name in required) for name, hint in hints.items()}
+
+
+def _hints(schema: Any) -> dict[str, Any]:
+    try:
+        return typing.get_type_hints(schema, include_extras=True)
+    except Exception:  # unresolvable forward references: the raw annotations
+        return dict(getattr(schema, "__annotations__", {}))
+
+
+def channel_restore_error(graph: Any, channel: str, stored: Any) -> str | None:
+    """Why the compiled graph's `channel` cannot be restored from a stored value (its class
+    and the exception's), or None when it can (or the graph has no such channel). This is
+    what LangGraph does with each stored value when a run loads a checkpoint."""
+    spec = (getattr(graph, "channels", None) or {}).get(channel)
+    if spec is None:
+        return None
+    try:
+        spec.from_checkpoint(stored)
+    except Exception as exc:
+        return f"{type(spec).__name__} cannot restore it ({type(exc).__name__})"
+    return None

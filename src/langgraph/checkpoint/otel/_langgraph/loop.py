@@ -64,6 +64,7 @@ class LoopRun:
         "_recent",
         "_seen",
         "explicit_checkpoint",
+        "graph",
         "graph_name",
         "interrupt_after",
         "interrupt_before",
@@ -72,14 +73,16 @@ class LoopRun:
         "loop",
     )
 
-    def __init__(self, loop: Any, graph_name: str | None, is_async: bool) -> None:
+    def __init__(self, loop: Any, graph: Any, is_async: bool) -> None:
         configurable = (getattr(loop, "checkpoint_config", None) or {}).get("configurable") or {}
         self.explicit_checkpoint = bool(configurable.get("checkpoint_id"))
         """A checkpoint id was requested (whether it is older than the thread's latest is
         settled after the load)."""
         self.interrupt_before = _selector(getattr(loop, "interrupt_before", ()))
         self.interrupt_after = _selector(getattr(loop, "interrupt_after", ()))
-        self.graph_name = graph_name
+        self.graph: Callable[[], Any] = _weak(graph)
+        """The compiled graph whose loop this is (None once it is gone, or when unknown)."""
+        self.graph_name = _graph_name(graph)
         self.langchain_run_id = _langchain_run_id(loop)
         """The LangChain run of the graph: a peer instrumentation's span of the graph is keyed
         by it."""
@@ -113,6 +116,13 @@ class LoopRun:
         values = _values_of(channels, None)
         for callback in callbacks:
             callback(values)
+
+    def writes(self, checkpoint_id: str) -> bool:
+        """Whether `checkpoint_id` is the checkpoint the loop holds now: the one it is putting
+        (LangGraph creates the checkpoint, then hands a copy to the checkpointer)."""
+        loop = self.loop()
+        checkpoint = getattr(loop, "checkpoint", None)
+        return isinstance(checkpoint, Mapping) and checkpoint.get("id") == checkpoint_id
 
     def watch_steps(self, on_fault: Callable[[str, Exception], None]) -> None:
         """Note each step's tasks as the loop applies them (see the class docstring). A fault
@@ -318,7 +328,7 @@ class _Entry:
     """A loop entering in this context, until the first load made during its entry claims it."""
 
     loop: Any
-    graph_name: str | None
+    graph: Any
     is_async: bool
     claimed: bool = False
     run: LoopRun | None = None
@@ -344,7 +354,7 @@ def entering_run() -> LoopRun | None:
     if entry is None or entry.claimed:
         return None
     entry.claimed = True
-    entry.run = LoopRun(entry.loop, entry.graph_name, entry.is_async)
+    entry.run = LoopRun(entry.loop, entry.graph, entry.is_async)
     return entry.run
 
 
@@ -392,7 +402,7 @@ def _wrap_loop_entries() -> None:
         return
 
     def __enter__(self: Any) -> Any:
-        entry = _Entry(self, _graph_name(sys._getframe(1)), is_async=False)
+        entry = _Entry(self, _caller(sys._getframe(1)), is_async=False)
         token = _ENTERING.set(entry)
         try:
             entered = sync_enter(self)
@@ -402,7 +412,7 @@ def _wrap_loop_entries() -> None:
         return entered
 
     async def __aenter__(self: Any) -> Any:
-        entry = _Entry(self, _graph_name(sys._getframe(1)), is_async=True)
+        entry = _Entry(self, _caller(sys._getframe(1)), is_async=True)
         token = _ENTERING.set(entry)
         try:
             entered = await async_enter(self)
@@ -550,12 +560,24 @@ def run_outcome(loop: Any, error: BaseException | None) -> RunOutcome:
     return "finished"
 
 
-def _graph_name(frame: FrameType | None) -> str | None:
-    """The name of the graph whose `stream`/`astream` enters the loop (the frame that calls
-    the entry)."""
-    graph = frame.f_locals.get("self") if frame is not None else None
+def _caller(frame: FrameType | None) -> Any:
+    """The graph whose `stream`/`astream` enters the loop (the `self` of the frame that calls
+    the entry), or None."""
+    return frame.f_locals.get("self") if frame is not None else None
+
+
+def _graph_name(graph: Any) -> str | None:
     name = getattr(graph, "name", None)
     return name if isinstance(name, str) and name else None
+
+
+def _weak(value: Any) -> Callable[[], Any]:
+    """A weak reference to `value` (a strong one where it cannot be weakly referenced; None
+    gives a reference to None)."""
+    try:
+        return weakref.ref(value)
+    except TypeError:
+        return lambda: value
 
 
 def _langchain_run_id(loop: Any) -> Any:

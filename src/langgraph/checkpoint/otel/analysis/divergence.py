@@ -8,6 +8,10 @@ point in one branch against the i-th in the other):
   differs: the node is non-deterministic.
 - `trajectory`: the nodes, or the tool calls, of a step differ: the run took another path. Only
   the first departure is reported; after it the branches are no longer comparable.
+- `concurrent_write`: two runs wrote a child of one checkpoint, neither on a parent it chose (a
+  fork, `update_state`): they ran at once on one thread (double-texting, two workers), and one
+  run's checkpoints are not in the other's line. The later child's chain is not compared as a
+  branch (its input differs by design).
 - `duplicate_tool_call`: a tool call whose idempotency key (name + argument hash) had already
   been answered before the resume is answered again: the side effect ran twice. (The
   inspector reports it from spans too: a side effect whose ``langgraph.tool.start`` record,
@@ -237,9 +241,10 @@ def divergences(
     the root's, nor with another run of the subgraph (a subgraph's tool calls are compared as
     part of the parent step that ran it: the wrapper stores them with that step's checkpoint).
     Every checkpoint with more than one child is a fork point: each later child's chain is
-    compared with the earliest child's chain. A run that resumed without new input (its first
-    checkpoint carries the wrapper's stored resume kind, other than `continue`) is checked
-    for tool calls its lineage had answered before the resume point.
+    compared with the earliest child's chain, unless the two were written at once by two
+    runs (`concurrent_write`, see `concurrent_sibling`). A run that resumed without new input
+    (its first checkpoint carries the wrapper's stored resume kind, other than `continue`) is
+    checked for tool calls its lineage had answered before the resume point.
     """
     by_parent: _Children = {}
     for record in records:
@@ -250,13 +255,50 @@ def divergences(
             continue
         ordered = sorted(children, key=lambda r: r.checkpoint_id)
         reference = _chain(ordered[0], by_parent, policy.window)
-        for child in ordered[1:]:
+        for index, child in enumerate(ordered[1:], 1):
+            other = concurrent_sibling(ordered[:index], child)
+            if other is not None:
+                if "concurrent_write" in policy.detectors:
+                    findings.append(_concurrent_finding(child, other))
+                continue
             findings += compare_branches(
                 reference, _chain(child, by_parent, policy.window), policy=policy
             )
     findings += _resumed_run_duplicates(records, policy)
     unique = {(f.kind, f.checkpoint_id, f.channel, f.actual): f for f in findings}
     return list(unique.values())
+
+
+def concurrent_sibling(
+    earlier: Sequence[CheckpointRecord], child: CheckpointRecord
+) -> CheckpointRecord | None:
+    """The earlier sibling `child` was written beside by another run at once, if any: both on
+    the parent as the thread's latest (neither a fork nor an `update_state`), by two traces."""
+    if child.trace_id is None or child.parent_chosen:
+        return None
+    return next(
+        (
+            other
+            for other in earlier
+            if other.trace_id is not None
+            and other.trace_id != child.trace_id
+            and not other.parent_chosen
+        ),
+        None,
+    )
+
+
+def _concurrent_finding(child: CheckpointRecord, other: CheckpointRecord) -> Finding:
+    return Finding(
+        kind="concurrent_write",
+        step=child.step,
+        checkpoint_id=child.checkpoint_id,
+        reference_checkpoint_id=other.checkpoint_id,
+        node=",".join(child.nodes) or None,
+        expected=other.trace_id,
+        actual=child.trace_id,
+        traces=tuple(t for t in (other.trace_id, child.trace_id) if t),
+    )
 
 
 _Children = dict[tuple[str, str | None], list[CheckpointRecord]]

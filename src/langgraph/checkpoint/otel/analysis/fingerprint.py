@@ -12,6 +12,7 @@ Pure logic: `_langgraph.graph.graph_description` reads a compiled graph as plain
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 from collections.abc import Mapping
@@ -86,6 +87,42 @@ class GraphStructure:
         digest = hashlib.blake2b(self.canonical().encode(), digest_size=16, person=b"lgstructure")
         return digest.hexdigest()
 
+    def summary(self) -> StructureSummary:
+        """The hash with the node and channel names: what each checkpoint stores."""
+        return StructureSummary(
+            self.structure_hash(), tuple(sorted(self.nodes)), dict(sorted(self.channels.items()))
+        )
+
+
+@dataclass(frozen=True)
+class StructureSummary:
+    """A structure's hash, its nodes and its channels' kinds: what a checkpoint stores of the
+    structure it was written under, enough to name what another structure adds and removes."""
+
+    structure_hash: str
+    nodes: tuple[str, ...]
+    channels: Mapping[str, str]
+
+    def to_stored(self) -> list[Any]:
+        """The JSON-compatible stored value: ``[hash, [node, ...], {channel: kind}]``."""
+        return [self.structure_hash, list(self.nodes), dict(self.channels)]
+
+    @classmethod
+    def of_stored(cls, value: Any) -> StructureSummary | None:
+        """A stored value back, or None when it is malformed."""
+        if not isinstance(value, list | tuple) or len(value) != 3:
+            return None
+        digest, nodes, channels = value
+        if (
+            not isinstance(digest, str)
+            or not isinstance(nodes, list | tuple)
+            or not all(isinstance(n, str) for n in nodes)
+            or not isinstance(channels, Mapping)
+            or not all(isinstance(k, str) and isinstance(v, str) for k, v in channels.items())
+        ):
+            return None
+        return cls(digest, tuple(nodes), dict(channels))
+
 
 @dataclass(frozen=True)
 class StructureChange:
@@ -117,16 +154,24 @@ class StructureChange:
 def structure_changes(written: GraphStructure, running: GraphStructure) -> StructureChange:
     """What `running` adds, removes and changes against `written`."""
     both = written.nodes & running.nodes
+    return dataclasses.replace(
+        named_changes(written.summary(), running.summary()),
+        nodes_rewired=tuple(sorted(n for n in both if _wiring(written, n) != _wiring(running, n))),
+    )
+
+
+def named_changes(written: StructureSummary, running: StructureSummary) -> StructureChange:
+    """The nodes and channels `running` adds, removes and changes against `written` (rewired
+    nodes need the whole structures: see `structure_changes`)."""
     shared_channels = written.channels.keys() & running.channels.keys()
     return StructureChange(
-        nodes_added=tuple(sorted(running.nodes - written.nodes)),
-        nodes_removed=tuple(sorted(written.nodes - running.nodes)),
+        nodes_added=tuple(sorted(set(running.nodes) - set(written.nodes))),
+        nodes_removed=tuple(sorted(set(written.nodes) - set(running.nodes))),
         channels_added=tuple(sorted(running.channels.keys() - written.channels.keys())),
         channels_removed=tuple(sorted(written.channels.keys() - running.channels.keys())),
         channels_changed=tuple(
             sorted(c for c in shared_channels if written.channels[c] != running.channels[c])
         ),
-        nodes_rewired=tuple(sorted(n for n in both if _wiring(written, n) != _wiring(running, n))),
     )
 
 

@@ -20,6 +20,8 @@ from langgraph.checkpoint.otel._langgraph.formats import (
     is_bookkeeping_channel,
     send_targets,
 )
+from langgraph.checkpoint.otel.analysis.carrier import parse_carrier
+from langgraph.checkpoint.otel.analysis.fingerprint import StructureSummary
 from langgraph.checkpoint.otel.analysis.hashing import combine_state_hash, hash_value
 
 Scope = tuple[str, str]
@@ -109,6 +111,8 @@ class StoredTelemetry:
     when the writer knew them."""
     run_tools: ToolActivity | None = None
     """(a subgraph's checkpoints) those of the subgraph's run up to this checkpoint."""
+    graph: StructureSummary | None = None
+    """The structure of the graph that wrote the checkpoint (None: unknown)."""
 
     def to_metadata(self) -> dict[str, Any]:
         """The JSON-compatible value stored under `names.METADATA_KEY`."""
@@ -131,6 +135,8 @@ class StoredTelemetry:
                     "calls": [call.key for call in tools.calls],
                     "results": [call.key for call in tools.results],
                 }
+        if self.graph is not None:
+            value[names.META_GRAPH] = self.graph.to_stored()
         value.update(self.carrier)
         return value
 
@@ -182,6 +188,7 @@ def read_stored_telemetry(metadata: Mapping[str, Any] | None) -> StoredTelemetry
         _lineage_entry(value.get(names.META_LINEAGE)),
         _tools_entry(value.get(names.META_TOOLS)),
         _tools_entry(value.get(names.META_RUN_TOOLS)),
+        StructureSummary.of_stored(value.get(names.META_GRAPH)),
     )
 
 
@@ -239,6 +246,7 @@ _STORED_KEYS = frozenset(
         names.META_LINEAGE,
         names.META_TOOLS,
         names.META_RUN_TOOLS,
+        names.META_GRAPH,
         *names.META_CARRIER_KEYS,
     }
 )
@@ -352,6 +360,14 @@ class CheckpointRecord:
     ns: str = ""
     """The checkpoint namespace: "" for the root graph, ``node:<task id>|...`` for a subgraph
     (compared only with checkpoints of the same namespace)."""
+    trace_id: str | None = None
+    """The trace (32 hex digits) of the put that wrote it, from its stored carrier."""
+
+    @property
+    def parent_chosen(self) -> bool:
+        """Whether it was written on a parent its writer chose (a fork, `update_state`), not
+        on the thread's latest checkpoint."""
+        return self.resume_kind == "fork" or self.source in ("update", "fork")
 
 
 def tool_call_key(name: str, args: Any) -> str:
@@ -511,7 +527,13 @@ def checkpoint_record(
         tool_results=tools.results,
         resume_kind=stored.resume[0] if stored and stored.resume else None,
         ns=str(configurable.get("checkpoint_ns") or ""),
+        trace_id=_writer_trace(stored),
     )
+
+
+def _writer_trace(stored: StoredTelemetry | None) -> str | None:
+    context = parse_carrier(stored.carrier) if stored is not None else None
+    return f"{context.trace_id:032x}" if context is not None else None
 
 
 def unseen_delta_channels(tuples: Iterable[Any]) -> set[str]:

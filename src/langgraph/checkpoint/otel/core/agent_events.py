@@ -39,7 +39,7 @@ from opentelemetry.trace import Span
 from opentelemetry.util.types import AttributeValue
 
 from langgraph.checkpoint.otel import names
-from langgraph.checkpoint.otel.analysis.lineage import TraceContext
+from langgraph.checkpoint.otel.analysis.carrier import TraceContext
 from langgraph.checkpoint.otel.core.telemetry import records_somewhere
 
 OPT_IN_ENV = "OTEL_SEMCONV_STABILITY_OPT_IN"

@@ -143,7 +143,7 @@ class CheckpointObserver:
         attributes.pop(names.CHECKPOINT_ID, None)
         attributes[names.CHECKPOINT_ID] = bounded_text(checkpoint.get("id", ""))
         scope = scope_of(config)
-        run = self._runs.trace_of(scope)
+        run = self._runs.trace_of_put(scope, str(checkpoint.get("id", "")))
         if self.options.migrations is not None:
             self.telemetry.guard(
                 "store migrated", self._puts.store_migrated, call, scope, checkpoint
@@ -198,7 +198,13 @@ class CheckpointObserver:
             attributes = config_attributes(config)
             if task is not None:
                 attributes.update(writes_attributes(writes, task_id, task_path, *task))
-        run = self._runs.trace_of(scope) if span_name is not None else None
+        run = (
+            self._runs.trace_of_put(
+                scope, str((config.get("configurable") or {}).get("checkpoint_id", ""))
+            )
+            if span_name is not None
+            else None
+        )
         with self.telemetry.operation(span_name, "put_writes", attributes, run=run) as op:
             call.op = op
             yield call

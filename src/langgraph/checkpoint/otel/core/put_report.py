@@ -18,11 +18,13 @@ from langgraph.checkpoint.otel._langgraph.loop import (
     delta_values,
     update_node,
 )
+from langgraph.checkpoint.otel.analysis.carrier import TraceContext
 from langgraph.checkpoint.otel.analysis.divergence import Finding
 from langgraph.checkpoint.otel.analysis.hashing import StateDigest, StateHasher
 from langgraph.checkpoint.otel.analysis.records import (
     PSEUDO_NODES,
     UNKNOWN_NODE,
+    CheckpointRecord,
     Scope,
     StoredTelemetry,
     ToolActivity,
@@ -35,6 +37,7 @@ from langgraph.checkpoint.otel.analysis.records import (
 )
 from langgraph.checkpoint.otel.analysis.summary import summarize
 from langgraph.checkpoint.otel.core.calls import PutCall
+from langgraph.checkpoint.otel.core.concurrent_writes import ConcurrentWrites
 from langgraph.checkpoint.otel.core.runs import Runs
 from langgraph.checkpoint.otel.core.scope_state import Lineage, ScopeStates, SeenCheckpoint
 from langgraph.checkpoint.otel.core.telemetry import Operation, Telemetry
@@ -61,6 +64,7 @@ class PutReporter:
         self._runs = runs
         self._hasher = hasher
         self._watch = watch
+        self._concurrent = ConcurrentWrites()
 
     # --- puts -------------------------------------------------------------------------------
 
@@ -109,6 +113,9 @@ class PutReporter:
         schema_version = self._options.schema_version
         if schema_version is not None:
             attributes[names.SCHEMA_VERSION] = schema_version
+        structure = self._runs.structure_of(scope)
+        if structure is not None:
+            attributes[names.GRAPH_STRUCTURE_HASH] = structure.structure_hash
 
         digest: StateDigest | None = None
         if (
@@ -167,9 +174,13 @@ class PutReporter:
             self._report_findings(op, call.findings)
         op.set(attributes)
         context = op.trace_context()
-        if (state_hash or context or lineage or schema_version) and not _user_claims_metadata_key(
-            config, metadata
-        ):
+        if context is not None and parent_id and "concurrent_write" in self._watch.policy.detectors:
+            self._check_concurrent(
+                op, scope, checkpoint, metadata, str(parent_id), resumed_from, context
+            )
+        if (
+            state_hash or context or lineage or schema_version or structure
+        ) and not _user_claims_metadata_key(config, metadata):
             stored = StoredTelemetry(
                 state_hash,
                 channel_digests,
@@ -180,8 +191,42 @@ class PutReporter:
                 lineage,
                 tools if self._options.store_hashes else None,
                 run_tools if self._options.store_hashes else None,
+                structure,
             )
             call.metadata = {**metadata, names.METADATA_KEY: stored.to_metadata()}  # type: ignore[typeddict-unknown-key]
+
+    def _check_concurrent(
+        self,
+        op: Operation,
+        scope: Scope,
+        checkpoint: Checkpoint,
+        metadata: Mapping[str, Any],
+        parent_id: str,
+        resumed_from: tuple[str, str] | None,
+        context: TraceContext,
+    ) -> None:
+        """`langgraph.concurrent_write` when another run of this process already wrote a child
+        of this checkpoint's parent at once (see `core.concurrent_writes`)."""
+        step = metadata.get("step")
+        record = CheckpointRecord(
+            checkpoint_id=bounded_text(checkpoint.get("id", "")),
+            parent_id=bounded_text(parent_id),
+            step=step if isinstance(step, int) else None,
+            source=metadata.get("source"),
+            resume_kind=resumed_from[0] if resumed_from else None,
+            trace_id=f"{context.trace_id:032x}",
+        )
+        other = self._concurrent.note((bounded_text(scope[0]), bounded_text(scope[1])), record)
+        if other is None:
+            return
+        op.event(
+            names.EVENT_CONCURRENT_WRITE,
+            {
+                names.CONCURRENT_OTHER_CHECKPOINT_ID: other.checkpoint_id,
+                names.CONCURRENT_OTHER_TRACE_ID: other.trace_id or "",
+            },
+        )
+        self._telemetry.count_concurrent_write(self._runs.graph_name(scope))
 
     def _added_tool_activity(
         self, scope: Scope, digest: StateDigest, values: Mapping[str, Any], first: bool

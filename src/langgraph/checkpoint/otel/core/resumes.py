@@ -15,14 +15,14 @@ from opentelemetry.util.types import AttributeValue
 
 from langgraph.checkpoint.otel import names
 from langgraph.checkpoint.otel._langgraph.formats import interrupts_written
+from langgraph.checkpoint.otel.analysis.carrier import TraceContext, parse_carrier
+from langgraph.checkpoint.otel.analysis.fingerprint import named_changes
 from langgraph.checkpoint.otel.analysis.hashing import StateHasher
 from langgraph.checkpoint.otel.analysis.lineage import (
     LoadedCheckpoint,
     Resume,
     RunStart,
-    TraceContext,
     classify_resume,
-    parse_carrier,
 )
 from langgraph.checkpoint.otel.analysis.records import (
     Scope,
@@ -98,6 +98,7 @@ class ResumeReporter:
                     "agent event", self._report_resume, op, scope, resume, result, writer
                 )
             call.migration = self._check_schema(op, stored, attributes)
+            self._check_structure(op, scope, stored, attributes)
             self._note_tool_requests(scope, resume, result.checkpoint.get("channel_values") or {})
             with self._states.lock:
                 state = self._states.get(scope)
@@ -175,6 +176,37 @@ class ResumeReporter:
         )
         self._telemetry.count_schema_mismatch(written, running)
         return (written, running) if self._options.migrations is not None else None
+
+    def _check_structure(
+        self,
+        op: Operation,
+        scope: Scope,
+        stored: StoredTelemetry | None,
+        attributes: dict[str, AttributeValue],
+    ) -> None:
+        """Report a resume of a checkpoint written under another graph structure, naming the
+        nodes and channels the running graph adds, removes and changes."""
+        running = self._runs.structure_of(scope)
+        if running is None:
+            return
+        attributes[names.GRAPH_STRUCTURE_HASH] = running.structure_hash
+        written = stored.graph if stored is not None else None
+        if written is None or written.structure_hash == running.structure_hash:
+            return  # unknown (written without this library or before it stored it), or same
+        change = named_changes(written, running)
+        op.event(
+            names.EVENT_GRAPH_CHANGED,
+            {
+                names.GRAPH_WRITTEN_STRUCTURE_HASH: written.structure_hash,
+                names.GRAPH_STRUCTURE_HASH: running.structure_hash,
+                names.GRAPH_NODES_ADDED: [bounded_text(n) for n in change.nodes_added],
+                names.GRAPH_NODES_REMOVED: [bounded_text(n) for n in change.nodes_removed],
+                names.GRAPH_CHANNELS_ADDED: [bounded_text(c) for c in change.channels_added],
+                names.GRAPH_CHANNELS_REMOVED: [bounded_text(c) for c in change.channels_removed],
+                names.GRAPH_CHANNELS_CHANGED: [bounded_text(c) for c in change.channels_changed],
+            },
+        )
+        self._telemetry.count_graph_change(self._runs.graph_name(scope))
 
     def apply_migrations(
         self, call: LoadCall, loaded: CheckpointTuple, next_version: NextVersion

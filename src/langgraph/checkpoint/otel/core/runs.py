@@ -28,6 +28,7 @@ from langgraph.checkpoint.otel import names
 from langgraph.checkpoint.otel._langgraph import loop as langgraph_loop
 from langgraph.checkpoint.otel._langgraph.formats import interrupts_written
 from langgraph.checkpoint.otel._langgraph.loop import LoopRun, RunOutcome
+from langgraph.checkpoint.otel.analysis.fingerprint import StructureSummary
 from langgraph.checkpoint.otel.analysis.hashing import StateHasher
 from langgraph.checkpoint.otel.analysis.records import Scope
 from langgraph.checkpoint.otel.bounded import BoundedDict
@@ -41,6 +42,7 @@ from langgraph.checkpoint.otel.core.scope_state import (
     nearest,
     scope_of,
 )
+from langgraph.checkpoint.otel.core.structures import structure_of
 from langgraph.checkpoint.otel.core.telemetry import RunTrace, Telemetry
 
 
@@ -57,6 +59,8 @@ class Run:
     """The thread's line at the run's last put, recorded when the run ends."""
     pauses: dict[str, Pause] = field(default_factory=dict)
     """The interrupts the run (its subgraphs' included) stopped at, by id (agent events)."""
+    structure: StructureSummary | None = None
+    """The structure of the graph running (None: it could not be read)."""
     ended: bool = False
 
 
@@ -77,6 +81,9 @@ class Runs:
         self._hasher = hasher
         self._lock = threading.Lock()
         self._runs: BoundedDict[Scope, Run] = BoundedDict(max_runs)
+        self._displaced: BoundedDict[Scope, list[Run]] = BoundedDict(max_runs)
+        """Runs still in progress on a scope where a later run began (two runs of one thread
+        at once), oldest first."""
 
     def begin(self, config: RunnableConfig, loop: LoopRun) -> RunTrace:
         """Open the run's trace and keep it for the spans of its scope until the loop exits."""
@@ -90,6 +97,14 @@ class Runs:
             attributes[names.SESSION_ID] = attributes[names.THREAD_ID]
         if loop.graph_name is not None:
             attributes[names.GRAPH_NAME] = attributes[names.GEN_AI_WORKFLOW_NAME] = loop.graph_name
+        graph = loop.graph()
+        structure = (
+            self._telemetry.guard("graph structure", structure_of, graph)
+            if graph is not None
+            else None
+        )
+        if structure is not None:
+            attributes[names.GRAPH_STRUCTURE_HASH] = structure.structure_hash
         enclosing = self.trace_of(enclosing_scope(scope)) if scope[1] else None
         run_trace = self._telemetry.begin_run(
             attributes,
@@ -97,8 +112,11 @@ class Runs:
             peer=peer_span(loop.langchain_run_id) if enclosing is None else None,
             activate=not loop.is_async,
         )
-        run = Run(run_trace, loop)
+        run = Run(run_trace, loop, structure=structure)
         with self._lock:
+            earlier = self._runs.get(scope)
+            if earlier is not None and not earlier.ended:
+                self._displaced[scope] = [*self._displaced.get(scope, []), earlier]
             self._runs[scope] = run
         self._telemetry.measurements.run_started()
         if loop.is_async:
@@ -129,8 +147,16 @@ class Runs:
                 return
             run.ended = True
             current = self._runs.get(scope) is run
+            displaced = self._displaced.pop(scope, [])
             if current:
                 del self._runs[scope]
+                if displaced:  # an earlier run of the scope goes on: it is the scope's again
+                    self._runs[scope] = displaced.pop()
+                    current = False
+            elif run in displaced:
+                displaced.remove(run)
+            if displaced:
+                self._displaced[scope] = displaced
             counts, run.task_outcomes = run.task_outcomes, Counter()
         if self._events is not None and outcome == "interrupted" and not scope[1]:
             self._telemetry.guard("agent event", self._report_pauses, scope, run)
@@ -176,6 +202,24 @@ class Runs:
         with self._lock:
             run = nearest(self._runs, scope)
         return run.loop.graph_name if run is not None else None
+
+    def trace_of_put(self, scope: Scope, checkpoint_id: str) -> RunTrace | None:
+        """The trace of the run putting `checkpoint_id` in `scope`: where two runs of the scope
+        are in progress, the one whose loop holds that checkpoint; else as `trace_of`."""
+        with self._lock:
+            displaced = self._displaced.get(scope)
+            run = self._runs.get(scope) if displaced else None
+        if displaced and run is not None:
+            for candidate in (run, *displaced):
+                if candidate.loop.writes(checkpoint_id):
+                    return candidate.trace
+        return self.trace_of(scope)
+
+    def structure_of(self, scope: Scope) -> StructureSummary | None:
+        """The structure of the graph whose run is in progress in `scope`, if known."""
+        with self._lock:
+            run = self._runs.get(scope)
+        return run.structure if run is not None else None
 
     def trace_of(self, scope: Scope) -> RunTrace | None:
         """The trace of the run in `scope`, or else of the nearest enclosing graph's run."""

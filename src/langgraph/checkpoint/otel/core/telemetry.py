@@ -34,7 +34,7 @@ from opentelemetry.trace import (
 from opentelemetry.util.types import AttributeValue
 
 from langgraph.checkpoint.otel import names
-from langgraph.checkpoint.otel.analysis.lineage import TraceContext
+from langgraph.checkpoint.otel.analysis.carrier import TraceContext
 from langgraph.checkpoint.otel.core.measurements import NO_EXEMPLAR, Measurements
 
 logger = logging.getLogger("langgraph.checkpoint.otel")
@@ -420,6 +420,16 @@ class Telemetry:
             unit="{resume}",
             description="Resumes of a checkpoint written under another schema version.",
         )
+        self.graph_changes = meter.create_counter(
+            names.METRIC_GRAPH_CHANGES,
+            unit="{resume}",
+            description="Resumes of a checkpoint written under another graph structure.",
+        )
+        self.concurrent_writes = meter.create_counter(
+            names.METRIC_CONCURRENT_WRITES,
+            unit="{checkpoint}",
+            description="Checkpoints whose parent already has a child written by another run.",
+        )
 
     # --- fault handling ---------------------------------------------------------------------
 
@@ -587,6 +597,14 @@ class Telemetry:
             {names.SCHEMA_WRITTEN_VERSION: written, names.SCHEMA_RUNNING_VERSION: running},
         )
 
+    def count_graph_change(self, graph_name: str | None) -> None:
+        """Count one resume of a checkpoint written under another graph structure."""
+        self.measurements.take(self.graph_changes.add, 1, _graph_attributes(graph_name))
+
+    def count_concurrent_write(self, graph_name: str | None) -> None:
+        """Count one checkpoint written beside another run's child of its parent."""
+        self.measurements.take(self.concurrent_writes.add, 1, _graph_attributes(graph_name))
+
     def count_resume(self, kind: str) -> None:
         """Count one resume by kind."""
         self.measurements.take(self.resumes.add, 1, {names.RESUME_KIND: kind})
@@ -631,3 +649,7 @@ _RECORDS_BY_TYPE: dict[type, bool] = {}
 
 def _error_type(error: BaseException) -> str:
     return type(error).__qualname__
+
+
+def _graph_attributes(graph_name: str | None) -> dict[str, AttributeValue]:
+    return {names.GRAPH_NAME: graph_name} if graph_name else {}

@@ -21,6 +21,7 @@ checkpoint, resume and writer they show links to its trace in the user's backend
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -126,6 +127,7 @@ SCHEMAS: dict[str, type[BaseModel]] = {
     "diverge": model.Divergences,
     "growth": model.Growth,
     "report": model.Report,
+    "compat": model.Compat,
 }
 
 
@@ -323,6 +325,67 @@ def diverge_command(
     _emit(view, as_json, render.divergences)
     if view.diverged:
         raise typer.Exit(1)
+
+
+@app.command("compat")
+def compat_command(
+    graph: Annotated[
+        str,
+        typer.Argument(
+            help="The new release's graph: MODULE:FACTORY (a compiled graph, or a function "
+            "returning one), importable from the current directory.",
+            metavar="MODULE:FACTORY",
+        ),
+    ],
+    source: SourceOption = None,
+    as_json: JsonOption = False,
+    limit: Annotated[
+        int, typer.Option("--limit", "-n", min=0, help="Check at most this many threads; 0: all.")
+    ] = 0,
+    since: Annotated[
+        str | None,
+        typer.Option(
+            "--since",
+            help="Only threads active since a date, a date-time or a duration (7d, 12h).",
+        ),
+    ] = None,
+    prefix: Annotated[
+        str, typer.Option("--thread-prefix", help="Only thread ids starting with this.")
+    ] = "",
+    schema_version: Annotated[
+        str | None,
+        typer.Option(
+            "--schema-version",
+            help="The release's schema_version (default: the graph's instrumented saver's).",
+        ),
+    ] = None,
+) -> None:
+    """Can the new graph resume the stored threads? Checks the latest checkpoint of each
+    thread (read only); exit code 1 when any thread is at risk."""
+    from langgraph.checkpoint.otel.tools import compat
+
+    check = compat.CompatCheck(compat.load_graph(graph), schema_version=schema_version)
+    query = ThreadQuery(
+        limit=None, since=parse_since(since) if since is not None else None, prefix=prefix
+    )
+    with _open(None, source) as sources:
+        threads = compat.stored_threads(sources, query, limit or None)
+        with _counting_progress("checking threads") as advance:
+            view = compat.compat_report(graph, check, threads, advance)
+    _emit(view, as_json, render.compat)
+    if view.at_risk:
+        raise typer.Exit(1)
+
+
+@contextlib.contextmanager
+def _counting_progress(description: str) -> Iterator[Callable[[], None]]:
+    """A progress bar of unknown length on stderr (only on a terminal); yields `advance`."""
+    if not sys.stderr.isatty():
+        yield lambda: None
+        return
+    with Progress(console=Console(stderr=True), transient=True) as progress:
+        task = progress.add_task(description, total=None)
+        yield lambda: progress.advance(task)
 
 
 @app.command("growth")

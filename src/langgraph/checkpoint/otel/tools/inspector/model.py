@@ -224,3 +224,45 @@ class Report(BaseModel):
     growth: Growth
     diffs: list[CheckpointDiff]
     """Each checkpoint against its parent (saver sources), in timeline order."""
+
+
+class CompatRisk(BaseModel):
+    """One reason a stored thread is at risk under the new graph (names only)."""
+
+    reason: str
+    """`missing_node`, `interrupted_node_missing`, `data_dropped`, `new_required_channel`,
+    `channel_restore_failed`, `schema_validation` or `schema_version`."""
+    subject: str
+    """The node, channel, or `written -> running` schema versions."""
+    detail: str = ""
+
+
+class CompatThread(BaseModel):
+    """A thread the new graph may not resume, and why."""
+
+    thread_id: str
+    checkpoint_id: str
+    """The thread's latest checkpoint (root namespace), the one checked."""
+    risks: list[CompatRisk]
+
+
+class Compat(BaseModel):
+    """`langgraph-otel compat`: which stored threads a new graph can resume."""
+
+    schema_version: int = SCHEMA_VERSION
+    graph: str
+    """The MODULE:FACTORY checked."""
+    structure_hash: str
+    """The new graph's structure hash (`langgraph.graph.structure_hash`)."""
+    checked: int
+    """Threads checked."""
+    at_risk: list[CompatThread]
+    reasons: dict[str, int]
+    """Threads at risk per reason."""
+    structures: dict[str, int]
+    """Threads by the structure hash their latest checkpoint was written under
+    (`unknown`: stored without it)."""
+    unchecked: list[str] = Field(default_factory=list)
+    """What could not be checked, once each (e.g. new channels on checkpoints written
+    without the stored structure)."""
+    seconds: float = 0.0

@@ -17,6 +17,7 @@ from rich.table import Table
 from rich.text import Text
 
 from langgraph.checkpoint.otel.tools.inspector.model import (
+    Compat,
     Diff,
     Divergences,
     Growth,
@@ -335,3 +336,34 @@ def _diff_title(
     if isinstance(first, str) and isinstance(second, str):
         return f"{first} -> {second}"
     return Text.assemble(first, " -> ", second, style="table.title")
+
+
+def compat(console: Console, view: Compat) -> None:
+    """The threads the new graph may not resume, one row per reason."""
+    summary = (
+        f"{view.checked} threads checked against {view.graph} "
+        f"(structure {view.structure_hash[:12]}) in {view.seconds:.1f} s"
+    )
+    if not view.at_risk:
+        console.print(Text(f"no thread at risk: {summary}", style="green"))
+    else:
+        table = Table(title=f"{len(view.at_risk)} threads at risk", title_justify="left")
+        for column in ("thread", "checkpoint", "reason", "node or channel", "detail"):
+            table.add_column(column)
+        shorts = short_ids([t.checkpoint_id for t in view.at_risk])
+        for thread in view.at_risk:
+            for index, risk in enumerate(thread.risks):
+                table.add_row(
+                    thread.thread_id if index == 0 else "",
+                    shorts[thread.checkpoint_id] if index == 0 else "",
+                    Text(risk.reason, style="bold red"),
+                    risk.subject,
+                    risk.detail,
+                )
+        console.print(table)
+        reasons = ", ".join(f"{reason} {count}" for reason, count in view.reasons.items())
+        console.print(Text(f"{summary}; threads per reason: {reasons}"))
+    written = ", ".join(f"{h[:12]} {n}" for h, n in view.structures.items())
+    console.print(Text(f"written under structures: {written}", style="dim"))
+    for note in view.unchecked:
+        console.print(Text(f"not checked: {note}", style="yellow"))

@@ -18,6 +18,7 @@ from typing import Any
 from langgraph.checkpoint.base import CheckpointTuple
 
 from langgraph.checkpoint.otel import names
+from langgraph.checkpoint.otel.analysis.carrier import parse_carrier
 from langgraph.checkpoint.otel.analysis.diff import (
     CheckpointDiff,
     ContentPolicy,
@@ -25,7 +26,7 @@ from langgraph.checkpoint.otel.analysis.diff import (
     diff,
 )
 from langgraph.checkpoint.otel.analysis.divergence import DEFAULT_POLICY, Finding, divergences
-from langgraph.checkpoint.otel.analysis.lineage import ResumeEvent, parse_carrier, resume_log
+from langgraph.checkpoint.otel.analysis.lineage import ResumeEvent, resume_log
 from langgraph.checkpoint.otel.analysis.records import (
     bounded_text,
     history_records,

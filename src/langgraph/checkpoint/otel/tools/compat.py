@@ -1,0 +1,225 @@
+"""`langgraph-otel compat MODULE:FACTORY -s SAVER`: which stored threads the new graph cannot
+resume, and why (see `analysis.compat` for the reasons).
+
+The saver is read only, a page of threads at a time (the inspector's thread listing, newest
+first); for each thread its latest root checkpoint is loaded, checked and let go, so memory is
+one page of checkpoints plus a row per thread at risk.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import sys
+import time
+from collections import Counter
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from langgraph.checkpoint.base import CheckpointTuple
+from langgraph.checkpoint.serde.types import INTERRUPT
+from pydantic import TypeAdapter
+
+from langgraph.checkpoint.otel._langgraph.graph import channel_restore_error, state_fields
+from langgraph.checkpoint.otel.analysis.compat import (
+    Risk,
+    RunningGraph,
+    StoredThread,
+    ThreadVerdict,
+    channels_to_check,
+    structural_risks,
+    summarize_reasons,
+)
+from langgraph.checkpoint.otel.analysis.lineage import scheduled_nodes
+from langgraph.checkpoint.otel.analysis.records import is_state_channel, read_stored_telemetry
+from langgraph.checkpoint.otel.core.structures import structure_of
+from langgraph.checkpoint.otel.migrations import Migrations, SchemaMigrationError
+from langgraph.checkpoint.otel.tools.inspector import model
+from langgraph.checkpoint.otel.tools.inspector.sources import SourceError, Sources
+from langgraph.checkpoint.otel.tools.inspector.thread_list import ThreadQuery, latest_threads
+
+PAGE = 500
+"""Threads listed and checked at a time."""
+NO_STRUCTURE = "new channels: threads written without the stored graph structure"
+
+
+def load_graph(spec: str) -> Any:
+    """The compiled graph `MODULE:ATTRIBUTE` names: the attribute itself, or what calling it
+    returns (with no argument, else with an empty config, as LangGraph's graph factories
+    take). The current directory is importable, as for `langgraph dev`."""
+    module_name, _, attribute = spec.partition(":")
+    if not module_name or not attribute:
+        raise SourceError(f"{spec}: not MODULE:FACTORY")
+    if os.getcwd() not in sys.path:
+        sys.path.insert(0, os.getcwd())
+    try:
+        made = getattr(importlib.import_module(module_name), attribute)
+        if callable(made) and not hasattr(made, "get_graph"):
+            try:
+                made = made()
+            except TypeError:
+                made = made({})
+    except SourceError:
+        raise
+    except Exception as exc:
+        raise SourceError(f"{spec}: cannot make the graph ({type(exc).__name__}: {exc})") from None
+    if not hasattr(made, "get_graph") or not hasattr(made, "channels"):
+        raise SourceError(f"{spec}: returned {type(made).__name__}, not a compiled graph")
+    return made
+
+
+@dataclass
+class CompatCheck:
+    """The new graph, ready to check stored checkpoints against."""
+
+    graph: Any
+    schema_version: str | None = None
+    migrations: Migrations | None = None
+    running: RunningGraph = field(init=False)
+    _fields: dict[str, tuple[Any, bool]] = field(init=False)
+    _adapters: dict[str, TypeAdapter[Any] | None] = field(init=False, default_factory=dict)
+
+    def __post_init__(self) -> None:
+        options = getattr(getattr(self.graph, "checkpointer", None), "observer", None)
+        options = getattr(options, "options", None)
+        if self.schema_version is None:
+            self.schema_version = getattr(options, "schema_version", None)
+        if self.migrations is None:
+            self.migrations = getattr(options, "migrations", None)
+        self._fields = state_fields(self.graph)
+        self.running = RunningGraph(
+            structure=structure_of(self.graph),
+            required_keys=frozenset(k for k, (_, required) in self._fields.items() if required),
+            schema_version=self.schema_version,
+            migration_path=self._has_path if self.migrations is not None else None,
+        )
+
+    def _has_path(self, written: str, running: str) -> bool:
+        assert self.migrations is not None
+        try:
+            self.migrations.path(written, running)
+        except SchemaMigrationError:
+            return False
+        return True
+
+    def verdict(self, thread_id: str, latest: CheckpointTuple) -> ThreadVerdict:
+        """What puts the thread whose latest checkpoint is `latest` at risk."""
+        checkpoint = latest.checkpoint
+        values = checkpoint.get("channel_values") or {}
+        stored = read_stored_telemetry(latest.metadata)
+        thread = StoredThread(
+            thread_id=thread_id,
+            checkpoint_id=str(checkpoint.get("id", "")),
+            scheduled=scheduled_nodes(values),
+            interrupted=any(w[1] == INTERRUPT for w in latest.pending_writes or ()),
+            state_channels=[c for c in values if is_state_channel(c)],
+            written_structure=stored.graph if stored is not None else None,
+            schema_version=stored.schema_version if stored is not None else None,
+        )
+        risks = structural_risks(thread, self.running)
+        for channel in channels_to_check(values, self.running):
+            risks += self._value_risks(channel, values[channel])
+        return ThreadVerdict(
+            thread_id,
+            thread.checkpoint_id,
+            tuple(risks),
+            note="" if thread.written_structure is not None else NO_STRUCTURE,
+        )
+
+    def _value_risks(self, channel: str, value: Any) -> list[Risk]:
+        restore = channel_restore_error(self.graph, channel, value)
+        if restore is not None:
+            return [Risk("channel_restore_failed", channel, restore)]
+        adapter = self._adapter(channel)
+        if adapter is None:
+            return []
+        try:
+            adapter.validate_python(value)
+        except Exception:  # content-free: the expected type only, never the value
+            return [Risk("schema_validation", channel, f"not {self._type_name(channel)}")]
+        return []
+
+    def _adapter(self, channel: str) -> TypeAdapter[Any] | None:
+        if channel not in self._adapters:
+            hint = self._fields.get(channel, (None, False))[0]
+            try:
+                self._adapters[channel] = None if hint is None else TypeAdapter(hint)
+            except Exception:  # a type pydantic cannot validate: not checked
+                self._adapters[channel] = None
+        return self._adapters[channel]
+
+    def _type_name(self, channel: str) -> str:
+        hint = self._fields[channel][0]
+        origin = getattr(hint, "__origin__", None)
+        if origin is not None and getattr(hint, "__metadata__", None) is not None:
+            hint = origin  # Annotated[T, reducer]: T
+        return getattr(hint, "__name__", None) or str(hint).replace("typing.", "")
+
+
+def stored_threads(
+    sources: Sources, query: ThreadQuery, limit: int | None
+) -> Iterator[tuple[str, CheckpointTuple]]:
+    """(thread id, latest root checkpoint) of the threads `query` selects, newest first, a
+    page at a time, at most `limit`."""
+    saver = sources.saver
+    if saver is None:
+        raise SourceError("compat needs a saver (-s sqlite:///..., postgresql://..., ...)")
+    offset, seen = 0, 0
+    while limit is None or seen < limit:
+        want = PAGE if limit is None else min(PAGE, limit - seen)
+        page = latest_threads(sources, ThreadQuery(want, offset, query.since, query.prefix))
+        for thread_id in page.ids:
+            latest = saver.get_tuple(
+                {"configurable": {"thread_id": thread_id, "checkpoint_ns": ""}}
+            )
+            if latest is not None:
+                yield thread_id, latest
+        seen += len(page.ids)
+        offset += len(page.ids)
+        if not page.more or not page.ids:
+            return
+
+
+def compat_report(
+    spec: str,
+    check: CompatCheck,
+    threads: Iterator[tuple[str, CheckpointTuple]],
+    advance: Callable[[], None] = lambda: None,
+) -> model.Compat:
+    """Check every thread; the report (rows only for threads at risk)."""
+    started = time.perf_counter()
+    at_risk: list[ThreadVerdict] = []
+    structures: Counter[str] = Counter()
+    unchecked: set[str] = set()
+    checked = 0
+    for thread_id, latest in threads:
+        verdict = check.verdict(thread_id, latest)
+        checked += 1
+        stored = read_stored_telemetry(latest.metadata)
+        structures[stored.graph.structure_hash if stored and stored.graph else "unknown"] += 1
+        if verdict.note:
+            unchecked.add(verdict.note)
+        if verdict.at_risk:
+            at_risk.append(verdict)
+        advance()
+    return model.Compat(
+        graph=spec,
+        structure_hash=check.running.structure.structure_hash,
+        checked=checked,
+        at_risk=[
+            model.CompatThread(
+                thread_id=v.thread_id,
+                checkpoint_id=v.checkpoint_id,
+                risks=[
+                    model.CompatRisk(reason=r.reason, subject=r.subject, detail=r.detail)
+                    for r in v.risks
+                ],
+            )
+            for v in at_risk
+        ],
+        reasons={str(k): v for k, v in summarize_reasons(at_risk).items()},
+        structures=dict(structures.most_common()),
+        unchecked=sorted(unchecked),
+        seconds=round(time.perf_counter() - started, 3),
+    )
