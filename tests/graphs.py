@@ -314,3 +314,17 @@ def steps_then_ask(saver: Any) -> Any:
     builder.add_edge(START, "a")
     builder.add_edge("a", "ask")
     return builder.compile(checkpointer=saver)
+
+
+def slow_turns(seconds: float = 0.5) -> StateGraph:
+    """START -> slow -> END: each turn appends its input to `log`, the node takes `seconds`
+    (two runs of one thread started together overlap)."""
+
+    def slow(state: State) -> dict[str, Any]:
+        time.sleep(seconds)
+        return {"log": ["slow"]}
+
+    builder = StateGraph(State)
+    builder.add_node("slow", slow)
+    builder.add_edge(START, "slow")
+    return builder

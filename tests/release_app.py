@@ -7,13 +7,13 @@ changed, or ``defer`` toggled on the fan-in node. Each release-2 factory
 (``release_app:remove_node`` ...) returns the compiled graph, as ``langgraph-otel compat`` and
 ``replay`` load it.
 
-    python release_app.py write BACKEND PREFIX          # parked and finished threads
-    python release_app.py crash BACKEND PREFIX NODE N   # N threads, SIGKILLed inside NODE
+    python release_app.py write BACKEND PREFIX...        # parked and finished threads
+    python release_app.py crash BACKEND NODE PREFIX...   # threads SIGKILLed inside NODE
 
-``write`` leaves ``{PREFIX}parked`` at the review interrupt and ``{PREFIX}finished`` done;
-``crash`` runs ``{PREFIX}crashed-{NODE}-{i}`` in N threads at once until every one is inside
-NODE, then the process kills itself with SIGKILL (the checkpoint before NODE is stored:
-durability ``sync``).
+``write`` leaves ``{PREFIX}parked`` at the review interrupt and ``{PREFIX}finished`` done, for
+each prefix; ``crash`` runs ``{PREFIX}crashed-{NODE}`` for every prefix at once, in threads,
+until every one is inside NODE, then the process kills itself with SIGKILL (the checkpoint
+before NODE is stored: durability ``sync``).
 """
 
 from __future__ import annotations
@@ -194,11 +194,14 @@ def config(thread_id: str) -> Any:
 def main() -> None:
     global _crash_at, _inside
     parser = argparse.ArgumentParser()
-    parser.add_argument("mode", choices=["write", "crash"])
-    parser.add_argument("backend")
-    parser.add_argument("prefix")
-    parser.add_argument("node", nargs="?")
-    parser.add_argument("count", nargs="?", type=int, default=1)
+    sub = parser.add_subparsers(dest="mode", required=True)
+    write_mode = sub.add_parser("write")
+    write_mode.add_argument("backend")
+    write_mode.add_argument("prefixes", nargs="+")
+    crash_mode = sub.add_parser("crash")
+    crash_mode.add_argument("backend")
+    crash_mode.add_argument("node", choices=["merge", "write"])
+    crash_mode.add_argument("prefixes", nargs="+")
     args = parser.parse_args()
     from opentelemetry.sdk.trace import TracerProvider
 
@@ -208,18 +211,19 @@ def main() -> None:
         if args.mode == "write":
             from langgraph.types import Command
 
-            for kind in ("parked", "finished"):
-                graph.invoke({"topic": kind}, config(args.prefix + kind), durability="sync")
-            graph.invoke(Command(resume=True), config(args.prefix + "finished"), durability="sync")
+            for prefix in args.prefixes:
+                for kind in ("parked", "finished"):
+                    graph.invoke({"topic": kind}, config(prefix + kind), durability="sync")
+                graph.invoke(Command(resume=True), config(prefix + "finished"), durability="sync")
             return
-        _crash_at, _inside = args.node, threading.Barrier(args.count)
+        _crash_at, _inside = args.node, threading.Barrier(len(args.prefixes))
         runs = [
             threading.Thread(
                 target=graph.invoke,
-                args=({"topic": f"crash-{i}"}, config(f"{args.prefix}crashed-{args.node}-{i}")),
+                args=({"topic": "crash"}, config(f"{prefix}crashed-{args.node}")),
                 kwargs={"durability": "sync"},
             )
-            for i in range(args.count)
+            for prefix in args.prefixes
         ]
         for run in runs:
             run.start()

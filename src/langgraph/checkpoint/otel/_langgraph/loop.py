@@ -60,6 +60,7 @@ class LoopRun:
         "_applied",
         "_entered",
         "_exit_durability",
+        "_failed_entry",
         "_lock",
         "_recent",
         "_seen",
@@ -96,6 +97,7 @@ class LoopRun:
         """checkpoint id -> nodes of the step applied on it, until a put reads them."""
         self._exit_durability = getattr(loop, "durability", None) == "exit"
         self._entered: list[Callable[[Mapping[str, Any]], None]] = []
+        self._failed_entry: Callable[..., None] | None = None
 
     # --- delta channels ---------------------------------------------------------------------
 
@@ -213,7 +215,15 @@ class LoopRun:
 
         # pushed before the loop enters its executor: the stack calls it last
         push(exited)
+        self._failed_entry = exited
         return True
+
+    def entry_failed(self, error: BaseException) -> None:
+        """The loop's entry raised after the run's load (LangGraph could not restore the
+        loaded channels): its stack never unwinds, so the exit callback is called here."""
+        exited, self._failed_entry = self._failed_entry, None
+        if exited is not None:
+            exited(type(error), error, error.__traceback__)
 
 
 def _delta_channels(loop: Any) -> dict[str, Any]:
@@ -333,6 +343,14 @@ class _Entry:
     claimed: bool = False
     run: LoopRun | None = None
 
+    def failed(self, error: BaseException) -> None:
+        """The loop's entry raised: end the run that claimed it (never raising)."""
+        if self.run is not None:
+            try:
+                self.run.entry_failed(error)
+            except Exception:
+                _missing("the end of a run whose loop could not enter")
+
     def entered(self) -> None:
         """The loop has entered: tell the run that claimed it (never raising)."""
         if self.run is not None:
@@ -406,6 +424,9 @@ def _wrap_loop_entries() -> None:
         token = _ENTERING.set(entry)
         try:
             entered = sync_enter(self)
+        except BaseException as error:
+            entry.failed(error)
+            raise
         finally:
             _ENTERING.reset(token)
         entry.entered()
@@ -416,6 +437,9 @@ def _wrap_loop_entries() -> None:
         token = _ENTERING.set(entry)
         try:
             entered = await async_enter(self)
+        except BaseException as error:
+            entry.failed(error)
+            raise
         finally:
             _ENTERING.reset(token)
         entry.entered()
