@@ -1,0 +1,242 @@
+"""Recorded threads replayed against the current code: Temporal's replay check for LangGraph.
+
+`replay_thread(graph, saver, thread_id)` reads the thread's stored checkpoints (read only),
+then runs the current graph on a scratch in-memory saver, through the instrumented wrapper
+(so its checkpoints get the same stored hashes as the recorded ones), giving it the
+recorded inputs and interrupt answers in order, with every chat-model call answered from the
+recorded model answers and every tool call from the recorded tool messages
+(`_langgraph.recorded_answers`): no model is called, no tool body runs. Each replayed
+checkpoint of the root graph is then compared with the recorded one at the same position
+(channel hashes, nodes, tool calls; `analysis.divergence.BranchComparison`) and the first
+divergence reported, content-free. A thread whose recording cannot be replayed (a model or
+tool call with no recorded answer, an `update_state` in its line, a hash the recording
+lacks) is reported as unreplayable, never guessed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from langgraph.checkpoint.base import BaseCheckpointSaver, CheckpointTuple
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.types import Command
+from opentelemetry.sdk.trace import TracerProvider
+
+from langgraph.checkpoint.otel._langgraph.formats import NULL_TASK_ID
+from langgraph.checkpoint.otel._langgraph.recorded_answers import (
+    RecordedAnswers,
+    Unanswered,
+    answering,
+)
+from langgraph.checkpoint.otel.analysis.divergence import BranchComparison, Finding
+from langgraph.checkpoint.otel.analysis.records import (
+    CheckpointRecord,
+    history_records,
+    is_state_channel,
+    tool_call_key,
+)
+from langgraph.checkpoint.otel.core.instrument import instrument
+from langgraph.checkpoint.otel.core.saver import stored_history
+from langgraph.checkpoint.otel.options import DivergencePolicy
+
+START_CHANNEL = "__start__"
+RESUME_CHANNEL = "__resume__"
+POLICY = DivergencePolicy(detectors=frozenset({"state", "trajectory"}), window=10_000)
+
+
+@dataclass(frozen=True)
+class ReplayResult:
+    """One thread's replay: its first divergence, or why it could not be replayed."""
+
+    thread_id: str
+    checkpoints: int
+    """Recorded checkpoints of the thread's root line."""
+    replayed: int = 0
+    """Checkpoints the replay wrote in the root graph."""
+    divergence: Finding | None = None
+    unreplayable: str | None = None
+    model_calls: int = 0
+    """Model calls answered from the recording."""
+    tool_calls: int = 0
+    """Tool calls answered from the recording."""
+
+    @property
+    def ok(self) -> bool:
+        return self.divergence is None and self.unreplayable is None
+
+
+@dataclass(frozen=True)
+class _Action:
+    """What the recorded thread was given next: input, or the answer to an interrupt."""
+
+    input: Any = None
+    resume: Any = None
+    is_resume: bool = False
+
+
+@dataclass
+class _Recording:
+    line: list[CheckpointTuple]
+    tuples: list[CheckpointTuple]
+    actions: list[_Action] = field(default_factory=list)
+    problem: str | None = None
+
+
+def replay_thread(
+    graph: Any,
+    saver: BaseCheckpointSaver[Any],
+    thread_id: str,
+    run_tools: Collection[str] = (),
+) -> ReplayResult:
+    """Replay one recorded thread of `saver` against `graph` (see the module docstring).
+    `run_tools` names tools that run for real (handoffs, sub-agent delegation)."""
+    recording = _read(saver, thread_id)
+    if recording.problem is not None:
+        return ReplayResult(thread_id, len(recording.line), unreplayable=recording.problem)
+    scratch = InMemorySaver()
+    replaying = graph.copy(
+        update={"checkpointer": instrument(scratch, tracer_provider=TracerProvider())}
+    )
+    answers = RecordedAnswers.of(recording.tuples, run_tools)
+    config = {"configurable": {"thread_id": thread_id}}
+    error: str | None = None
+    with answering(answers):
+        for action in recording.actions:
+            try:
+                replaying.invoke(
+                    Command(resume=action.resume) if action.is_resume else action.input, config
+                )
+            except Unanswered as exc:
+                return _result(thread_id, recording, scratch, answers, unreplayable=str(exc))
+            except Exception as exc:  # the new code fails where the recorded run went on
+                error = f"raised {type(exc).__name__}"
+                break
+    return _result(thread_id, recording, scratch, answers, error=error)
+
+
+def replay_threads(
+    graph: Any,
+    saver: BaseCheckpointSaver[Any],
+    thread_ids: Iterable[str],
+    run_tools: Collection[str] = (),
+) -> list[ReplayResult]:
+    """`replay_thread` for each thread."""
+    return [replay_thread(graph, saver, t, run_tools) for t in thread_ids]
+
+
+def _read(saver: BaseCheckpointSaver[Any], thread_id: str) -> _Recording:
+    """The thread's stored checkpoints (every namespace), its root line (the latest root
+    checkpoint's ancestors, oldest first) and what it was given along the line."""
+    tuples = stored_history(saver, {"configurable": {"thread_id": thread_id}})
+    root = {
+        str(t.checkpoint["id"]): t
+        for t in tuples
+        if not (t.config.get("configurable") or {}).get("checkpoint_ns")
+    }
+    if not root:
+        return _Recording([], tuples, problem="no checkpoint stored")
+    line: list[CheckpointTuple] = [root[max(root)]]
+    while (parent := _parent_id(line[-1])) is not None and parent in root:
+        line.append(root[parent])
+    line.reverse()
+    recording = _Recording(line, tuples)
+    for tup in line:
+        source = (tup.metadata or {}).get("source")
+        if source == "update":
+            recording.problem = "an update_state in the recorded line"
+            return recording
+        if source == "input":
+            recording.actions.append(_Action(input=_recorded_input(tup)))
+        resumes = [w for w in tup.pending_writes or () if w[1] == RESUME_CHANNEL]
+        given = [w for w in resumes if w[0] == NULL_TASK_ID]  # Command(resume=value)
+        if resumes and not given:  # Command(resume={interrupt id: value, ...})
+            recording.problem = "a resume answering interrupts by id"
+            return recording
+        if given:
+            recording.actions.append(_Action(resume=given[-1][2], is_resume=True))
+    return recording
+
+
+def _recorded_input(tup: CheckpointTuple) -> Any:
+    """The input an input checkpoint records, as its input task wrote it to the state
+    channels (messages with the ids they were given then, so the replay's state hashes
+    alike); the raw input where it wrote none (an entrypoint's)."""
+    written = {
+        channel: value
+        for _task, channel, value in tup.pending_writes or ()
+        if is_state_channel(channel)
+    }
+    if written:
+        return written
+    return (tup.checkpoint.get("channel_values") or {}).get(START_CHANNEL)
+
+
+def _parent_id(tup: CheckpointTuple) -> str | None:
+    parent = ((tup.parent_config or {}).get("configurable") or {}).get("checkpoint_id")
+    return str(parent) if parent else None
+
+
+def _result(
+    thread_id: str,
+    recording: _Recording,
+    scratch: InMemorySaver,
+    answers: RecordedAnswers,
+    *,
+    unreplayable: str | None = None,
+    error: str | None = None,
+) -> ReplayResult:
+    replayed_tuples = [
+        t for t in scratch.list({"configurable": {"thread_id": thread_id, "checkpoint_ns": ""}})
+    ]
+    expected = history_records(recording.line)
+    actual = history_records(replayed_tuples)
+    common = dict(
+        thread_id=thread_id,
+        checkpoints=len(expected),
+        replayed=len(actual),
+        model_calls=answers.model_calls,
+        tool_calls=answers.tool_calls,
+    )
+    if unreplayable is None and any(r.state_hash is None for r in expected):
+        unreplayable = "recorded checkpoints without hashes (a delta channel without its snapshot)"
+    divergence = _first_divergence(expected, actual, error)
+    changed = answers.changed_arguments[0] if answers.changed_arguments else None
+    if changed is not None and (divergence is None or (divergence.step or 0) > (changed.step or 0)):
+        divergence = Finding(
+            kind="trajectory",
+            step=changed.step,
+            checkpoint_id="",
+            reference_checkpoint_id="",
+            node=changed.tool,
+            expected=tool_call_key(changed.tool, changed.recorded),
+            actual=tool_call_key(changed.tool, changed.called),
+        )
+    if unreplayable is not None and divergence is None:
+        return ReplayResult(**common, unreplayable=unreplayable)  # type: ignore[arg-type]
+    return ReplayResult(**common, divergence=divergence)  # type: ignore[arg-type]
+
+
+def _first_divergence(
+    expected: Sequence[CheckpointRecord], actual: Sequence[CheckpointRecord], error: str | None
+) -> Finding | None:
+    comparison = BranchComparison(expected, policy=POLICY)
+    for record in actual:
+        findings = comparison.add(record)
+        if findings:
+            return findings[0]
+    if len(actual) != len(expected) or error is not None:
+        at = min(len(actual), len(expected))
+        reference = expected[at] if at < len(expected) else expected[-1]
+        last = actual[at - 1] if 0 < at <= len(actual) else None
+        return Finding(
+            kind="trajectory",
+            step=reference.step,
+            checkpoint_id=last.checkpoint_id if last else "",
+            reference_checkpoint_id=reference.checkpoint_id,
+            node=",".join(reference.nodes) or None,
+            expected=f"{len(expected)} checkpoints",
+            actual=error or f"{len(actual)} checkpoints",
+        )
+    return None
