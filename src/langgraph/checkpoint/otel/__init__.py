@@ -76,6 +76,12 @@ if TYPE_CHECKING:
         read_spans,
         write_span_files,
     )
+    from langgraph.checkpoint.otel.tools.replay import (
+        ReplayFailed,
+        ReplayResult,
+        assert_replays,
+        replay_thread,
+    )
     from langgraph.checkpoint.otel.tools.testing import (
         ResumeChecker,
         ResumeReport,
@@ -113,6 +119,11 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "ResumeReport": ("tools.testing", "ResumeReport"),
     "check_resume": ("tools.testing", "check_resume"),
     "acheck_resume": ("tools.testing", "acheck_resume"),
+    # Deploy safety: recorded threads replayed against the current code
+    "ReplayFailed": ("tools.replay", "ReplayFailed"),
+    "ReplayResult": ("tools.replay", "ReplayResult"),
+    "assert_replays": ("tools.replay", "assert_replays"),
+    "replay_thread": ("tools.replay", "replay_thread"),
     # Span and metric files (OTLP/JSON lines)
     "OtlpJsonSpanExporter": ("tools.otlp_json", "OtlpJsonSpanExporter"),
     "OtlpJsonMetricExporter": ("tools.otlp_json", "OtlpJsonMetricExporter"),
@@ -140,6 +151,8 @@ __all__ = [
     "NumberPoint",
     "OtlpJsonMetricExporter",
     "OtlpJsonSpanExporter",
+    "ReplayFailed",
+    "ReplayResult",
     "ResumeChecker",
     "ResumeReport",
     "SchemaMigrationError",
@@ -148,6 +161,7 @@ __all__ = [
     "__version__",
     "acheck_resume",
     "add_tool_key_processor",
+    "assert_replays",
     "astored_history",
     "check_resume",
     "diff",
@@ -159,6 +173,7 @@ __all__ = [
     "read_metrics",
     "read_spans",
     "record_tool_start",
+    "replay_thread",
     "resume_log",
     "span_facts",
     "stored_history",

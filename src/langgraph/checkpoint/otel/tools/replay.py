@@ -36,6 +36,7 @@ from langgraph.checkpoint.otel.analysis.records import (
     history_records,
     is_state_channel,
     tool_call_key,
+    unseen_delta_channels,
 )
 from langgraph.checkpoint.otel.core.instrument import instrument
 from langgraph.checkpoint.otel.core.saver import stored_history
@@ -142,6 +143,12 @@ def _read(saver: BaseCheckpointSaver[Any], thread_id: str) -> _Recording:
         line.append(root[parent])
     line.reverse()
     recording = _Recording(line, tuples)
+    if (line[0].metadata or {}).get("source") != "input":
+        recording.problem = (
+            "the recorded line does not start with the thread's input (written with "
+            "durability 'exit', or pruned)"
+        )
+        return recording
     for tup in line:
         source = (tup.metadata or {}).get("source")
         if source == "update":
@@ -199,9 +206,13 @@ def _result(
         model_calls=answers.model_calls,
         tool_calls=answers.tool_calls,
     )
-    if unreplayable is None and any(r.state_hash is None for r in expected):
-        unreplayable = "recorded checkpoints without hashes (a delta channel without its snapshot)"
-    divergence = _first_divergence(expected, actual, error)
+    unseen = unseen_delta_channels(recording.line)
+    if unreplayable is None and unseen:
+        unreplayable = (
+            f"delta channel {', '.join(sorted(unseen))} stored without its snapshot or the "
+            "wrapper's hash: the recorded state cannot be compared"
+        )
+    divergence = _first_divergence(expected, actual, error, lengths=unreplayable is None)
     changed = answers.changed_arguments[0] if answers.changed_arguments else None
     if changed is not None and (divergence is None or (divergence.step or 0) > (changed.step or 0)):
         divergence = Finding(
@@ -219,14 +230,19 @@ def _result(
 
 
 def _first_divergence(
-    expected: Sequence[CheckpointRecord], actual: Sequence[CheckpointRecord], error: str | None
+    expected: Sequence[CheckpointRecord],
+    actual: Sequence[CheckpointRecord],
+    error: str | None,
+    lengths: bool = True,
 ) -> Finding | None:
+    """The first checkpoint of `actual` that departs from `expected` at its position; with
+    `lengths`, a replay that ended early, ran on or raised departs where it stopped."""
     comparison = BranchComparison(expected, policy=POLICY)
     for record in actual:
         findings = comparison.add(record)
         if findings:
             return findings[0]
-    if len(actual) != len(expected) or error is not None:
+    if lengths and (len(actual) != len(expected) or error is not None):
         at = min(len(actual), len(expected))
         reference = expected[at] if at < len(expected) else expected[-1]
         last = actual[at - 1] if 0 < at <= len(actual) else None
@@ -240,3 +256,45 @@ def _first_divergence(
             actual=error or f"{len(actual)} checkpoints",
         )
     return None
+
+
+class ReplayFailed(AssertionError):
+    """Recorded threads the current code does not replay as recorded (see `assert_replays`)."""
+
+
+def describe(result: ReplayResult) -> str:
+    """One line for a thread's replay: ok, its first divergence, or why it cannot be replayed."""
+    if result.unreplayable is not None:
+        return f"{result.thread_id}: cannot be replayed: {result.unreplayable}"
+    finding = result.divergence
+    if finding is None:
+        return f"{result.thread_id}: replays as recorded ({result.checkpoints} checkpoints)"
+    where = ", ".join(
+        part
+        for part in (
+            f"step {finding.step}" if finding.step is not None else "",
+            f"node {finding.node}" if finding.node else "",
+            f"channel {finding.channel}" if finding.channel else "",
+        )
+        if part
+    )
+    return (
+        f"{result.thread_id}: {finding.kind} divergence at {where}: "
+        f"expected {finding.expected or '(absent)'}, got {finding.actual or '(absent)'}"
+    )
+
+
+def assert_replays(
+    graph: Any,
+    saver: BaseCheckpointSaver[Any],
+    thread_ids: Iterable[str],
+    run_tools: Collection[str] = (),
+) -> list[ReplayResult]:
+    """Replay each recorded thread (`replay_thread`) and raise `ReplayFailed`, naming each
+    divergence and each thread that cannot be replayed, unless all replay as recorded: a
+    deploy gate in a test suite, over a copy of production checkpoints."""
+    results = replay_threads(graph, saver, thread_ids, run_tools)
+    failed = [r for r in results if not r.ok]
+    if failed:
+        raise ReplayFailed("\n".join(describe(r) for r in failed))
+    return results

@@ -128,6 +128,7 @@ SCHEMAS: dict[str, type[BaseModel]] = {
     "growth": model.Growth,
     "report": model.Report,
     "compat": model.Compat,
+    "replay": model.Replays,
 }
 
 
@@ -374,6 +375,62 @@ def compat_command(
             view = compat.compat_report(graph, check, threads, advance)
     _emit(view, as_json, render.compat)
     if view.at_risk:
+        raise typer.Exit(1)
+
+
+@app.command("replay")
+def replay_command(
+    graph: Annotated[
+        str,
+        typer.Argument(
+            help="The current code's graph: MODULE:FACTORY, importable from the current directory.",
+            metavar="MODULE:FACTORY",
+        ),
+    ],
+    threads: Annotated[list[str], typer.Argument(help="Recorded threads to replay.")],
+    source: SourceOption = None,
+    as_json: JsonOption = False,
+    run_tool: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--run-tool",
+            help="A tool that runs for real instead of answering from the recording (a "
+            "handoff or sub-agent delegation, which returns a Command), by name or "
+            "shell-style pattern ('transfer_to_*'); repeatable.",
+        ),
+    ] = None,
+) -> None:
+    """Replay recorded threads against the current code (no model called, no tool body run);
+    exit code 1 when one diverges or cannot be replayed."""
+    from langgraph.checkpoint.otel.tools import compat, replay
+
+    new_graph = compat.load_graph(graph)
+    with _open(None, source) as sources:
+        if sources.saver is None:
+            raise SourceError("replay needs a saver (-s sqlite:///..., postgresql://..., ...)")
+        results = [
+            replay.replay_thread(new_graph, sources.saver, thread_id, run_tool or ())
+            for thread_id in _progress(threads)
+        ]
+    view = model.Replays(
+        graph=graph,
+        threads=[
+            model.ReplayRow(
+                thread_id=r.thread_id,
+                ok=r.ok,
+                checkpoints=r.checkpoints,
+                replayed=r.replayed,
+                model_calls=r.model_calls,
+                tool_calls=r.tool_calls,
+                divergence=r.divergence,
+                unreplayable=r.unreplayable,
+                summary=replay.describe(r),
+            )
+            for r in results
+        ],
+    )
+    _emit(view, as_json, render.replays)
+    if not all(r.ok for r in results):
         raise typer.Exit(1)
 
 

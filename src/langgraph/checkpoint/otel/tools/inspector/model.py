@@ -266,3 +266,32 @@ class Compat(BaseModel):
     """What could not be checked, once each (e.g. new channels on checkpoints written
     without the stored structure)."""
     seconds: float = 0.0
+
+
+class ReplayRow(BaseModel):
+    """One recorded thread replayed against the current code."""
+
+    thread_id: str
+    ok: bool
+    """It replays as recorded."""
+    checkpoints: int
+    """Recorded checkpoints of its root line."""
+    replayed: int
+    """Checkpoints the replay wrote."""
+    model_calls: int
+    """Model calls answered from the recording."""
+    tool_calls: int
+    """Tool calls answered from the recording."""
+    divergence: Finding | None = None
+    """The first divergence (content-free), if any."""
+    unreplayable: str | None = None
+    """Why the recording cannot be replayed, if it cannot."""
+    summary: str
+
+
+class Replays(BaseModel):
+    """`langgraph-otel replay`: recorded threads replayed against the current code."""
+
+    schema_version: int = SCHEMA_VERSION
+    graph: str
+    threads: list[ReplayRow]

@@ -21,6 +21,7 @@ from langgraph.checkpoint.otel.tools.inspector.model import (
     Diff,
     Divergences,
     Growth,
+    Replays,
     Resumes,
     SourceInfo,
     Threads,
@@ -367,3 +368,14 @@ def compat(console: Console, view: Compat) -> None:
     console.print(Text(f"written under structures: {written}", style="dim"))
     for note in view.unchecked:
         console.print(Text(f"not checked: {note}", style="yellow"))
+
+
+def replays(console: Console, view: Replays) -> None:
+    """One line per replayed thread."""
+    for row in view.threads:
+        style = "green" if row.ok else ("yellow" if row.unreplayable else "bold red")
+        console.print(Text(row.summary, style=style))
+    failed = sum(1 for row in view.threads if not row.ok)
+    console.print(
+        Text(f"{len(view.threads)} threads replayed against {view.graph}: {failed} not as recorded")
+    )

@@ -1,0 +1,208 @@
+"""Recorded threads replayed against the current code (`langgraph-otel replay`,
+`assert_replays`): threads of the agent corpus recorded on SQLite through the wrapper, then
+replayed by the same code with a model that raises if called and tools whose side-effect
+ledgers must stay empty; and a `create_agent` app replayed by five code changes, each found
+at the step where the changed code first ran."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from langgraph.checkpoint.sqlite import SqliteSaver
+from langgraph.types import Command
+from opentelemetry.sdk.trace import TracerProvider
+from typer.testing import CliRunner
+
+import agents
+import packaged_agents
+import replay_app
+from langgraph.checkpoint.otel import ReplayFailed, assert_replays, instrument, replay_thread
+from langgraph.checkpoint.otel.analysis.records import history_records
+from langgraph.checkpoint.otel.tools.inspector.cli import app
+
+
+class ModelCalled(AssertionError):
+    """What the replay's model raises: a replay must never call a model."""
+
+
+class RaisingScript:
+    """A `Script` stand-in whose every answer raises."""
+
+    def answer(self, turn: int, name: str | None) -> Any:
+        raise ModelCalled(f"the model was called (turn {turn})")
+
+
+RAISING = RaisingScript()
+
+
+@pytest.fixture
+def saver(tmp_path: Path) -> Iterator[SqliteSaver]:
+    conn = sqlite3.connect(tmp_path / "recorded.db", check_same_thread=False)
+    saver = SqliteSaver(conn)
+    saver.setup()
+    yield saver
+    conn.close()
+
+
+def record(saver: SqliteSaver, build: Callable[[Any], Any], thread_id: str, *inputs: Any) -> None:
+    """Run `inputs` on a thread through the wrapper (a real SDK): the recording."""
+    graph = build(instrument(saver, tracer_provider=TracerProvider()))
+    for given in inputs:
+        graph.invoke(given, agents.thread(thread_id))
+
+
+REFUND = {"messages": [("user", f"Refund order {packaged_agents.ORDER}")]}
+CORPUS: dict[str, tuple[Callable[..., Any], Callable[..., Any], tuple[Any, ...]]] = {
+    # name: (record with, replay with (raising model, fresh side-effect ledger), inputs)
+    "create_react_agent": (
+        lambda cp: agents.react_agent(cp),
+        lambda tools: agents.react_agent(None, script=RAISING, tools=tools),
+        (agents.question(),),
+    ),
+    "create_agent": (
+        lambda cp: agents.langchain_agent(cp),
+        lambda tools: agents.langchain_agent(None, script=RAISING, tools=tools),
+        (agents.question(),),
+    ),
+    "create_agent, interrupted and resumed": (
+        lambda cp: agents.langchain_agent(cp, script=agents.approval_script()),
+        lambda tools: agents.langchain_agent(None, script=RAISING, tools=tools),
+        (agents.question(), Command(resume="yes")),
+    ),
+    "supervisor": (
+        lambda cp: packaged_agents.supervisor_agent(cp),
+        lambda effects: packaged_agents.supervisor_agent(
+            None,
+            scripts=dict.fromkeys(packaged_agents.supervisor_scripts(), RAISING),
+            effects=effects,
+        ),
+        (REFUND,),
+    ),
+    "deep agent": (
+        lambda cp: packaged_agents.deep_agent(cp),
+        lambda effects: packaged_agents.deep_agent(
+            None, scripts=dict.fromkeys(packaged_agents.deep_scripts(), RAISING), effects=effects
+        ),
+        (REFUND,),
+    ),
+}
+
+
+@pytest.mark.parametrize("shape", list(CORPUS))
+def test_unchanged_code_replays_the_recording_without_calling_a_model_or_a_tool(
+    saver: SqliteSaver, shape: str
+) -> None:
+    recorded_with, replay_with, inputs = CORPUS[shape]
+    record(saver, recorded_with, "t", *inputs)
+    packaged = shape in ("supervisor", "deep agent")
+    ledger = packaged_agents.Effects() if packaged else agents.Tools()
+    (result,) = assert_replays(
+        replay_with(ledger), saver, ["t"], packaged_agents.CONTROL_TOOLS if packaged else ()
+    )
+    assert result.ok and result.replayed == result.checkpoints > 0
+    assert result.model_calls > 0 and result.tool_calls > 0  # all answered from the recording
+    assert ledger.ledger == []  # no tool body ran
+
+
+def _first_step(saver: SqliteSaver, node: str, nth: int = 1) -> int:
+    """The step of the `nth` recorded root checkpoint that applies `node`'s writes."""
+    tuples = [
+        t
+        for t in saver.list(agents.thread("trip"))
+        if not t.config["configurable"].get("checkpoint_ns")
+    ]
+    steps = [r.step for r in history_records(tuples) if node in r.nodes]
+    step = steps[nth - 1]
+    assert step is not None
+    return step
+
+
+EXPECTED = {
+    # change: (kind, node, channel, (node whose recorded run the finding is at, nth run))
+    "route": ("state", "Guard.after_model", "jump_to", ("Guard.after_model", 2)),
+    "rename_tool": ("state", "tools", "messages", ("tools", 1)),
+    "change_argument": ("trajectory", "lookup", None, ("tools", 1)),
+    "rename_state_key": (
+        "state",
+        "TurnCounter.after_model",
+        "model_turns",
+        ("TurnCounter.after_model", 1),
+    ),
+    "add_node": ("trajectory", "Trim.before_model", None, ("model", 1)),
+}
+
+
+@pytest.mark.parametrize("change", replay_app.CHANGES)
+def test_a_code_change_is_found_at_the_step_it_changes(saver: SqliteSaver, change: str) -> None:
+    record(saver, lambda cp: replay_app.build(checkpointer=cp), "trip", agents.question())
+    tools = agents.Tools()
+    model = agents.ScriptedChatModel(script=RAISING)
+    result = replay_thread(replay_app.build(change, tools=tools, model=model), saver, "trip")
+    kind, node, channel, (at_node, nth) = EXPECTED[change]
+    assert result.divergence is not None and result.unreplayable is None
+    found = result.divergence
+    assert (found.kind, found.node, found.channel) == (kind, node, channel)
+    assert found.step == _first_step(saver, at_node, nth)
+    assert tools.ledger == []
+
+
+def test_the_unchanged_app_has_no_finding(saver: SqliteSaver) -> None:
+    record(saver, lambda cp: replay_app.build(checkpointer=cp), "trip", agents.question())
+    model = agents.ScriptedChatModel(script=RAISING)
+    (result,) = assert_replays(replay_app.build(model=model), saver, ["trip"])
+    assert result.ok
+
+
+def test_a_recording_without_its_steps_is_reported_unreplayable(saver: SqliteSaver) -> None:
+    graph = agents.react_agent(instrument(saver, tracer_provider=TracerProvider()))
+    graph.invoke(agents.question(), agents.thread("exit"), durability="exit")
+    result = replay_thread(agents.react_agent(None, script=RAISING), saver, "exit")
+    assert result.divergence is None
+    assert result.unreplayable is not None and "input" in result.unreplayable
+
+
+def test_a_model_call_the_recording_has_no_answer_for_is_reported_unreplayable(
+    saver: SqliteSaver,
+) -> None:
+    # recorded: the model's second turn failed (a provider outage) and the thread was left
+    # there; the replay reaches that call and has nothing to answer it with
+    script = agents.travel_script()
+    script.fail_once(1)
+    graph = agents.react_agent(instrument(saver, tracer_provider=TracerProvider()), script=script)
+    with pytest.raises(agents.ModelUnavailable):
+        graph.invoke(agents.question(), agents.thread("outage"))
+    tools = agents.Tools()
+    result = replay_thread(agents.react_agent(None, script=RAISING, tools=tools), saver, "outage")
+    assert result.divergence is None
+    assert result.unreplayable == "a model call in graph '(root)' has no recorded answer"
+    assert tools.ledger == []
+
+
+def test_assert_replays_names_each_divergence(saver: SqliteSaver) -> None:
+    record(saver, lambda cp: replay_app.build(checkpointer=cp), "trip", agents.question())
+    model = agents.ScriptedChatModel(script=RAISING)
+    with pytest.raises(ReplayFailed, match=r"trip: trajectory divergence at step 1, node Trim"):
+        assert_replays(replay_app.build("add_node", model=model), saver, ["trip"])
+
+
+def test_the_replay_command_gates_on_divergence(saver: SqliteSaver, tmp_path: Path) -> None:
+    for thread_id in ("trip-1", "trip-2"):
+        record(saver, lambda cp: replay_app.build(checkpointer=cp), thread_id, agents.question())
+    url = f"sqlite:///{tmp_path / 'recorded.db'}"
+    runner = CliRunner()
+    same = runner.invoke(
+        app, ["replay", "replay_app:release_1", "trip-1", "trip-2", "-s", url, "--json"]
+    )
+    changed = runner.invoke(
+        app, ["replay", "replay_app:route", "trip-1", "trip-2", "-s", url, "--json"]
+    )
+    assert same.exit_code == 0, same.stdout
+    assert [t["ok"] for t in json.loads(same.stdout)["threads"]] == [True, True]
+    assert changed.exit_code == 1
+    rows = json.loads(changed.stdout)["threads"]
+    assert [row["divergence"]["node"] for row in rows] == ["Guard.after_model"] * 2
