@@ -9,11 +9,13 @@ wrapped run of the same scenario fail at the same point.
 from __future__ import annotations
 
 import operator
+import threading
 import time
 from dataclasses import dataclass, field
 from typing import Annotated, Any, TypedDict
 
 from langchain_core.messages import AIMessage, AnyMessage, HumanMessage
+from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.message import add_messages
 from langgraph.types import Send, interrupt
@@ -328,3 +330,62 @@ def slow_turns(seconds: float = 0.5) -> StateGraph:
     builder.add_node("slow", slow)
     builder.add_edge(START, "slow")
     return builder
+
+
+def one_step(extra_node: bool = False) -> StateGraph:
+    """START -> a -> END, or with `extra_node` START -> a -> b -> END: another graph structure
+    (a node `b` and its `branch:to:b` channel added)."""
+    builder = StateGraph(State)
+    builder.add_node("a", lambda state: {"log": ["a"]})
+    builder.add_edge(START, "a")
+    if extra_node:
+        builder.add_node("b", lambda state: {"log": ["b"]})
+        builder.add_edge("a", "b")
+    return builder
+
+
+class LoadTogether(InMemorySaver):
+    """An InMemorySaver whose loads wait for each other while `barrier` is set, as two requests
+    for one thread arriving together do: both runs load its latest checkpoint before either
+    writes."""
+
+    barrier: threading.Barrier | None = None
+
+    def get_tuple(self, config: Any) -> Any:
+        loaded = super().get_tuple(config)
+        if self.barrier is not None:
+            self.barrier.wait(timeout=30)
+        return loaded
+
+
+def change_graph_and_write_twice(saver: Any, inner: LoadTogether, thread_id: str) -> None:
+    """Through `saver` (an instrumented `inner`): thread `{thread_id}-graph` written by
+    `one_step()` and continued by `one_step(extra_node=True)`, a resume under another graph
+    structure (`langgraph.graph.changed`, counted in `langgraph.checkpoint.graph.changes`); and
+    thread `{thread_id}-twice` taken by two runs at once, a concurrent write
+    (`langgraph.concurrent_write`, counted in `langgraph.checkpoint.concurrent_writes`)."""
+    config: Any = {"configurable": {"thread_id": f"{thread_id}-graph"}}
+    one_step().compile(checkpointer=saver).invoke({"log": ["first"]}, config)
+    one_step(extra_node=True).compile(checkpointer=saver).invoke({"log": ["again"]}, config)
+
+    graph = one_step().compile(checkpointer=saver)
+    config = {"configurable": {"thread_id": f"{thread_id}-twice"}}
+    graph.invoke({"log": ["opening"]}, config)  # the thread exists: both runs load its latest
+    errors: list[BaseException] = []
+
+    def turn(text: str) -> None:
+        try:
+            graph.invoke({"log": [text]}, config)
+        except BaseException as exc:
+            errors.append(exc)
+
+    inner.barrier = threading.Barrier(2)
+    try:
+        runs = [threading.Thread(target=turn, args=(text,)) for text in ("first", "second")]
+        for run in runs:
+            run.start()
+        for run in runs:
+            run.join(timeout=60)
+    finally:
+        inner.barrier = None
+    assert not errors, errors

@@ -8,7 +8,9 @@ is: the divergence alert has no `for`, and its "new series" branch (`unless ... 
 what fires for a counter that the exporter creates with its first divergence, so no test-only
 variant with shorter windows is needed. Only the global scrape and evaluation intervals are 1s.
 A second thread, written under one schema version and continued under another, makes the
-schema-mismatch alert fire the same way, and the run-end growth histograms appear.
+schema-mismatch alert fire the same way; a thread continued by a graph with a node added, and
+a thread taken by two runs at once, make the graph-change and concurrent-write alerts fire;
+and the run-end growth histograms appear.
 """
 
 from __future__ import annotations
@@ -48,6 +50,8 @@ RULE_TESTS = RULES_DIR / "tests.yml"
 JOB = "langgraph-app"
 DIVERGENCE_ALERT = "LangGraphCheckpointDivergence"
 SCHEMA_ALERT = "LangGraphSchemaMismatch"
+GRAPH_ALERT = "LangGraphGraphChanged"
+CONCURRENT_ALERT = "LangGraphConcurrentWrites"
 ALERTS = [
     "LangGraphCheckpointDivergence",
     "LangGraphCheckpointResumeStorm",
@@ -55,11 +59,13 @@ ALERTS = [
     "LangGraphCheckpointChannelGrowth",
     "LangGraphTaskErrorRateHigh",
     "LangGraphSchemaMismatch",
+    "LangGraphGraphChanged",
+    "LangGraphConcurrentWrites",
     "LangGraphThreadTooManyCheckpoints",
     "LangGraphThreadTooManyBytes",
     "LangGraphChannelGrowsWithoutBound",
 ]
-RULE_COUNT = 15  # 6 recording rules and the alerts
+RULE_COUNT = 17  # 6 recording rules and the alerts
 # Bucket boundaries of the run-end histograms (langgraph.checkpoint.thread.checkpoints and
 # langgraph.checkpoint.thread.written, which uses the byte buckets) that rules compare with.
 THREAD_CHECKPOINT_BUCKETS = (1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10000)
@@ -180,6 +186,8 @@ def test_new_alerts_read_the_new_series() -> None:
     rules = alert_rules()
     expected = {
         "LangGraphSchemaMismatch": "langgraph_checkpoint_schema_mismatches_total",
+        "LangGraphGraphChanged": "langgraph_checkpoint_graph_changes_total",
+        "LangGraphConcurrentWrites": "langgraph_checkpoint_concurrent_writes_total",
         "LangGraphThreadTooManyCheckpoints": "langgraph_checkpoint_thread_checkpoints_bucket",
         "LangGraphThreadTooManyBytes": "langgraph_checkpoint_thread_written_bytes_bucket",
         "LangGraphChannelGrowsWithoutBound": (
@@ -189,10 +197,14 @@ def test_new_alerts_read_the_new_series() -> None:
     for alert, series in expected.items():
         assert series in rules[alert]["expr"], alert
     assert "offset 6h" in rules["LangGraphChannelGrowsWithoutBound"]["expr"]
-    assert "offset 15m" in rules[SCHEMA_ALERT]["expr"]  # the new-series branch
+    for alert in (SCHEMA_ALERT, GRAPH_ALERT, CONCURRENT_ALERT):
+        assert "offset 15m" in rules[alert]["expr"], alert  # the new-series branch
     for alert in ("LangGraphThreadTooManyBytes", "LangGraphChannelGrowsWithoutBound"):
         assert "docs/telemetry.md (Checkpoint growth)" in rules[alert]["annotations"]["runbook"]
     assert "docs/telemetry.md (Schema versions)" in rules[SCHEMA_ALERT]["annotations"]["runbook"]
+    assert "docs/telemetry.md (Graph structure)" in rules[GRAPH_ALERT]["annotations"]["runbook"]
+    runbook = rules[CONCURRENT_ALERT]["annotations"]["runbook"]
+    assert "docs/telemetry.md (Concurrent writes)" in runbook
 
 
 def go_float(value: float) -> str:
@@ -449,6 +461,18 @@ def test_divergence_alert_fires_in_a_live_prometheus(
             )
             versioned_graph = graphs.noisy(deterministic=True).compile(checkpointer=versioned)
             versioned_graph.invoke({"start": 0}, {"configurable": {"thread_id": "live-2"}})
+        # A thread continued by the graph with a node added (a graph change on its resume), and
+        # a thread taken by two runs at once (a concurrent write).
+        inner = graphs.LoadTogether()
+        graphs.change_graph_and_write_twice(
+            instrument(
+                inner,
+                tracer_provider=exporter.tracer_provider,
+                meter_provider=exporter.meter_provider,
+            ),
+            inner,
+            "live-3",
+        )
         text = exporter.metrics_text()
         assert 'langgraph_checkpoint_divergences_total{langgraph_divergence_kind="state"' in text
         mismatches = [
@@ -461,6 +485,11 @@ def test_divergence_alert_fires_in_a_live_prometheus(
             and 'langgraph_schema_running_version="2"' in line
             for line in mismatches
         ), mismatches
+        for series in (
+            "langgraph_checkpoint_graph_changes_total",
+            "langgraph_checkpoint_concurrent_writes_total",
+        ):
+            assert f'{series}{{langgraph_graph_name="LangGraph"' in text, series
 
         def divergence_firing() -> dict[str, Any] | None:
             for alert in prometheus.api("alerts")["alerts"]:
@@ -477,25 +506,34 @@ def test_divergence_alert_fires_in_a_live_prometheus(
         assert alert["annotations"]["summary"] == f"LangGraph run diverged (state) in {JOB}"
         assert float(alert["value"]) == 1.0
 
-        def schema_firing() -> dict[str, Any] | None:
-            for alert in prometheus.api("alerts")["alerts"]:
-                if alert["labels"]["alertname"] == SCHEMA_ALERT and alert["state"] == "firing":
-                    return dict(alert)
-            return None
+        def firing(name: str) -> Callable[[], dict[str, Any] | None]:
+            def check() -> dict[str, Any] | None:
+                for alert in prometheus.api("alerts")["alerts"]:
+                    if alert["labels"]["alertname"] == name and alert["state"] == "firing":
+                        return dict(alert)
+                return None
 
-        schema = poll(f"{SCHEMA_ALERT} to be firing", schema_firing, deadline, proc)
+            return check
+
+        schema = poll(f"{SCHEMA_ALERT} to be firing", firing(SCHEMA_ALERT), deadline, proc)
         assert schema["labels"]["langgraph_schema_written_version"] == "1"
         assert schema["labels"]["langgraph_schema_running_version"] == "2"
         assert schema["labels"]["job"] == JOB
         assert float(schema["value"]) == 1.0
+        for name in (GRAPH_ALERT, CONCURRENT_ALERT):
+            fired = poll(f"{name} to be firing", firing(name), deadline, proc)
+            assert fired["labels"]["langgraph_graph_name"] == "LangGraph", fired
+            assert fired["labels"]["job"] == JOB
+            assert float(fired["value"]) == 1.0
 
-        # runs with one fork and one schema change trip nothing else
-        firing = {
+        # runs with one fork, one schema change, one graph change and one concurrent write
+        # trip nothing else
+        all_firing = {
             a["labels"]["alertname"]
             for a in prometheus.api("alerts")["alerts"]
             if a["state"] == "firing"
         }
-        assert firing == {DIVERGENCE_ALERT, SCHEMA_ALERT}
+        assert all_firing == {DIVERGENCE_ALERT, SCHEMA_ALERT, GRAPH_ALERT, CONCURRENT_ALERT}
 
         # every rule evaluates without error against the real series
         def all_rules_evaluated() -> list[dict[str, Any]] | None:
@@ -510,7 +548,7 @@ def test_divergence_alert_fires_in_a_live_prometheus(
         # every exporter metric and label the rules name exists in Prometheus after this run
         metrics, labels = metric_references(rule_expressions())
         # all instruments but the whole-state size
-        assert len(metrics) == 8, metrics
+        assert len(metrics) == 10, metrics
         names = set(prometheus.api("label/__name__/values"))
         seen_labels: set[str] = set()
         for metric in sorted(metrics):

@@ -40,6 +40,7 @@ from opentelemetry.sdk.trace import TracerProvider
 from prometheus_client import CollectorRegistry, generate_latest, start_http_server
 from prometheus_client.parser import text_string_to_metric_families
 
+import graphs
 from helpers import in_ci
 from langgraph.checkpoint.otel import instrument, names
 
@@ -54,7 +55,9 @@ INSTALL_SCRIPT = ROOT / "scripts" / "tools" / "grafana-schema.sh"
 # The allowlist: Prometheus names of the library's metrics
 # --------------------------------------------------------------------------------------------
 # Obtained by running instrumented graphs (InMemorySaver; a plain run, a continue, an error resume,
-# a fork that diverges, a failing inner call, a thread continued under another schema version) with an SDK MeterProvider whose reader is
+# a fork that diverges, a failing inner call, a thread continued under another schema version, a
+# thread continued by the graph with a node added, a thread taken by two runs at once) with an SDK
+# MeterProvider whose reader is
 # opentelemetry-exporter-prometheus's PrometheusMetricReader (0.66b2, SDK 1.45.2), then reading the
 # exposition text (first over prometheus_client.start_http_server's /metrics, here through
 # generate_latest). The Collector's prometheus and prometheusremotewrite exporters apply the same
@@ -76,6 +79,8 @@ FAMILY_LABELS: dict[str, frozenset[str]] = {
     "langgraph_checkpoint_schema_mismatches_total": frozenset(
         {"langgraph_schema_written_version", "langgraph_schema_running_version"}
     ),
+    "langgraph_checkpoint_graph_changes_total": frozenset({"langgraph_graph_name"}),
+    "langgraph_checkpoint_concurrent_writes_total": frozenset({"langgraph_graph_name"}),
     "langgraph_checkpoint_thread_checkpoints": frozenset({"langgraph_saver"}),
     "langgraph_checkpoint_thread_written_bytes": frozenset({"langgraph_saver"}),
 }
@@ -137,12 +142,21 @@ EVENT_ATTRIBUTES = {
     names.DIVERGENCE_ACTUAL,
     names.SCHEMA_WRITTEN_VERSION,
     names.SCHEMA_RUNNING_VERSION,
+    names.GRAPH_WRITTEN_STRUCTURE_HASH,
+    names.GRAPH_NODES_ADDED,
+    names.GRAPH_NODES_REMOVED,
+    names.GRAPH_CHANNELS_ADDED,
+    names.GRAPH_CHANNELS_REMOVED,
+    names.GRAPH_CHANNELS_CHANGED,
+    names.CONCURRENT_OTHER_CHECKPOINT_ID,
+    names.CONCURRENT_OTHER_TRACE_ID,
     names.TOOL_CALL_ID,
 }
 LINK_ATTRIBUTES = {names.LINK_TYPE}
 TRACEQL_SCOPES: dict[str, set[str]] = {
     "span": ALL_ATTRIBUTES - EVENT_ATTRIBUTES - LINK_ATTRIBUTES,
-    "event": EVENT_ATTRIBUTES,
+    # the running structure hash is on run spans, puts and resume spans, and on the event
+    "event": EVENT_ATTRIBUTES | {names.GRAPH_STRUCTURE_HASH},
     "link": LINK_ATTRIBUTES,
     # OpenTelemetry resource semantic conventions, not the library's: the service filter
     "resource": {"service.name"},
@@ -385,6 +399,28 @@ CHANNEL_BYTES_EXPR = (
 )
 
 
+# The deploy-safety panels: title -> the series their one query reads, by graph name.
+DEPLOY_PANELS = {
+    "Graph changes on resume": "langgraph_checkpoint_graph_changes_total",
+    "Concurrent writes": "langgraph_checkpoint_concurrent_writes_total",
+}
+
+
+def test_deploy_safety_panels_chart_graph_changes_and_concurrent_writes() -> None:
+    dashboard = load_dashboard()
+    panels = {panel["title"]: panel for panel in all_panels(dashboard)}
+    for title, series in DEPLOY_PANELS.items():
+        panel = panels[title]
+        (expr,) = [target["expr"] for target in panel["targets"]]
+        assert expr == (
+            f"sum by (langgraph_graph_name) (increase({series}"
+            '{job=~"$service"}[$__rate_interval]))'
+        ), title
+        assert panel["fieldConfig"]["defaults"]["unit"] == "short", title
+        assert panel["targets"][0]["legendFormat"] == "{{langgraph_graph_name}}", title
+    assert sorted(row_panels(dashboard, "Deploy safety")) == sorted(DEPLOY_PANELS)
+
+
 def test_bytes_written_per_channel_is_the_channel_size_sum() -> None:
     dashboard = load_dashboard()
     panels = {panel["title"]: panel for panel in all_panels(dashboard)}
@@ -408,8 +444,10 @@ class _FailingLoads(InMemorySaver):
 
 def exercise(meter_provider: MeterProvider, thread_id: str) -> None:
     """Make every metric and label of the library appear: writes, loads, a node error and its
-    resume, a continue, a fork whose replay diverges (state), a failing inner saver call, and a
-    thread written under schema version "1" and continued by code running "2"."""
+    resume, a continue, a fork whose replay diverges (state), a failing inner saver call, a
+    thread written under schema version "1" and continued by code running "2", a thread
+    continued by the graph with a node added (a graph change) and a thread taken by two runs at
+    once (a concurrent write)."""
     failures = {"boom": 1}
 
     def boom(state: _Items) -> dict[str, Any]:
@@ -460,6 +498,12 @@ def exercise(meter_provider: MeterProvider, thread_id: str) -> None:
             simple.compile(checkpointer=versioned).invoke(
                 {"items": [], "value": 0.0}, {"configurable": {"thread_id": f"{thread_id}-schema"}}
             )
+        together = graphs.LoadTogether()
+        graphs.change_graph_and_write_twice(
+            instrument(together, tracer_provider=tracer_provider, meter_provider=meter_provider),
+            together,
+            thread_id,
+        )
     finally:
         tracer_provider.shutdown()
 
@@ -494,6 +538,13 @@ def test_allowlist_is_what_the_prometheus_exporter_emits() -> None:
     assert len(mismatches) == 1, mismatches
     assert 'langgraph_schema_written_version="1"' in mismatches[0], mismatches
     assert 'langgraph_schema_running_version="2"' in mismatches[0], mismatches
+    for family in ("graph_changes", "concurrent_writes"):
+        (line,) = [
+            line
+            for line in text.splitlines()
+            if line.startswith(f"langgraph_checkpoint_{family}_total{{")
+        ]
+        assert 'langgraph_graph_name="LangGraph"' in line and line.endswith(" 1.0"), line
     assert "target_info{" in text and 'service_name="grafana-dashboard-test"' in text
 
 
@@ -585,7 +636,8 @@ def test_every_promql_query_returns_data_from_a_real_prometheus(tmp_path: Path) 
             selector = selector.replace('"$service"', f'"{service}"')
             result = _prom_query(prom_port, f"count by ({label}) ({selector})")
             values[name] = {series["metric"][label] for series in result}
-        assert values == {"service": {service}, "saver": {"InMemorySaver", "_FailingLoads"}}
+        savers = {"InMemorySaver", "_FailingLoads", "LoadTogether"}
+        assert values == {"service": {service}, "saver": savers}
     finally:
         proc.terminate()
         try:

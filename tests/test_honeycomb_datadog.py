@@ -80,6 +80,8 @@ METRIC_ATTRIBUTES = {
     names.METRIC_DIVERGENCES: {names.DIVERGENCE_KIND},
     names.METRIC_TASK_OUTCOMES: {names.TASK_NODE, names.TASK_OUTCOME},
     names.METRIC_SCHEMA_MISMATCHES: {names.SCHEMA_WRITTEN_VERSION, names.SCHEMA_RUNNING_VERSION},
+    names.METRIC_GRAPH_CHANGES: {names.GRAPH_NAME},
+    names.METRIC_CONCURRENT_WRITES: {names.GRAPH_NAME},
     names.METRIC_THREAD_CHECKPOINTS: {names.SAVER},
     names.METRIC_THREAD_WRITTEN: {names.SAVER},
 }
@@ -101,6 +103,14 @@ EVENT_ONLY_ATTRIBUTES = {
     names.DIVERGENCE_ACTUAL,
     names.SCHEMA_WRITTEN_VERSION,
     names.SCHEMA_RUNNING_VERSION,
+    names.GRAPH_WRITTEN_STRUCTURE_HASH,
+    names.GRAPH_NODES_ADDED,
+    names.GRAPH_NODES_REMOVED,
+    names.GRAPH_CHANNELS_ADDED,
+    names.GRAPH_CHANNELS_REMOVED,
+    names.GRAPH_CHANNELS_CHANGED,
+    names.CONCURRENT_OTHER_CHECKPOINT_ID,
+    names.CONCURRENT_OTHER_TRACE_ID,
     names.TOOL_CALL_ID,
 }
 # Values of the closed-set attributes (telemetry contract).
@@ -553,6 +563,8 @@ def test_honeycomb_triggers_cover_the_conditions() -> None:
         "checkpoint_size",
         "task_errors",
         "schema_mismatch",
+        "graph_changed",
+        "concurrent_writes",
         "thread_growth",
     }
     for key, trig in found.items():
@@ -602,6 +614,32 @@ def test_honeycomb_schema_growth_and_tool_queries() -> None:
     assert thread["threshold"] == {"op": ">", "value": 1000}  # as the Prometheus rule
 
 
+def test_honeycomb_graph_change_and_concurrent_write_queries_and_triggers() -> None:
+    found, found_triggers = queries(), triggers()
+    expected = {
+        # query key, trigger key: the span event, and its breakdowns
+        ("graph_changes", "graph_changed"): (
+            names.EVENT_GRAPH_CHANGED,
+            [names.GRAPH_WRITTEN_STRUCTURE_HASH, names.GRAPH_STRUCTURE_HASH],
+        ),
+        ("concurrent_writes", "concurrent_writes"): (
+            names.EVENT_CONCURRENT_WRITE,
+            ["service.name"],
+        ),
+    }
+    for (query_key, trigger_key), (event, breakdowns) in expected.items():
+        query = found[query_key]
+        assert query["filters"] == [SPAN_EVENTS, name_filter(event)], query_key
+        assert query["calculations"] == [{"op": "COUNT"}], query_key
+        assert query["breakdowns"] == breakdowns, query_key
+        trig = found_triggers[trigger_key]
+        assert trig["query"]["filters"] == query["filters"], trigger_key
+        assert trig["query"]["breakdowns"] == breakdowns, trigger_key
+        assert trig["threshold"] == {"op": ">", "value": 0}, trigger_key
+        assert trig["query"]["time_range"] == 900, trigger_key  # as the Prometheus rules' 15m
+        assert trig["frequency"] == 300, trigger_key
+
+
 def test_datadog_dashboard_is_valid() -> None:
     dash = load(DD / "dashboard.json")
     assert validate_dashboard(dash) == []
@@ -630,6 +668,8 @@ def test_datadog_monitors_are_valid_and_cover_the_conditions() -> None:
         names.METRIC_CHANNEL_SIZE,
         names.METRIC_TASK_OUTCOMES,
         names.METRIC_SCHEMA_MISMATCHES,
+        names.METRIC_GRAPH_CHANGES,
+        names.METRIC_CONCURRENT_WRITES,
         names.METRIC_THREAD_CHECKPOINTS,
         names.METRIC_THREAD_WRITTEN,
     ):
@@ -641,6 +681,9 @@ def test_datadog_schema_and_growth_monitors() -> None:
     schema = "sum:langgraph.checkpoint.schema.mismatches{*} by "
     schema += "{langgraph.schema.written_version,langgraph.schema.running_version}.as_count()"
     assert f"sum(last_15m):{schema} > 0" in queries_
+    for metric in (names.METRIC_GRAPH_CHANGES, names.METRIC_CONCURRENT_WRITES):
+        by_graph = f"sum:{metric}{{*}} by {{{names.GRAPH_NAME}}}.as_count()"
+        assert f"sum(last_15m):{by_graph} > 0" in queries_  # as the Prometheus rules
     assert (
         "max(last_1h):max:langgraph.checkpoint.thread.checkpoints{*} by {langgraph.saver} > 1000"
         in queries_
@@ -671,6 +714,13 @@ def test_datadog_dashboard_charts_schema_growth_and_tool_retries() -> None:
         "sum:langgraph.checkpoint.schema.mismatches{$service,$env} by "
         "{langgraph.schema.written_version,langgraph.schema.running_version}.as_count()"
     ]
+    for title, metric in (
+        ("Graph changes on resume (by graph)", names.METRIC_GRAPH_CHANGES),
+        ("Concurrent writes to one thread (by graph)", names.METRIC_CONCURRENT_WRITES),
+    ):
+        assert query_texts(title) == [
+            f"sum:{metric}{{$service,$env}} by {{{names.GRAPH_NAME}}}.as_count()"
+        ], title
     # the sum of the channel-size distribution (one value per changed channel per write) is the
     # bytes written to each channel; a distribution, so no .as_count()
     channel = query_texts("Bytes written per channel (top 10)")
@@ -723,6 +773,12 @@ def test_query_validator_rejects(mutate: Any, expected: str) -> None:
     assert any(expected in e for e in errors), errors
 
 
+def _by_other_trace_on_puts(spec: dict[str, Any]) -> None:
+    """The concurrent-write query read off put spans, by the other run's trace (an event's)."""
+    spec["filters"] = [name_filter(names.SPAN_PUT)]
+    spec["breakdowns"] = [names.CONCURRENT_OTHER_TRACE_ID]
+
+
 @pytest.mark.parametrize(
     ("key", "mutate", "expected"),
     [
@@ -731,6 +787,18 @@ def test_query_validator_rejects(mutate: Any, expected: str) -> None:
             "schema_mismatches",
             lambda s: s["filters"].__setitem__(0, name_filter(names.SPAN_RESUME)),
             "on span events only",
+        ),
+        # what changed, and the other run, are on the span events too
+        (
+            "graph_changes",
+            lambda s: s["filters"].__setitem__(0, name_filter(names.SPAN_RESUME)),
+            "on span events only",
+        ),
+        ("concurrent_writes", _by_other_trace_on_puts, "on span events only"),
+        (
+            "graph_changes",
+            lambda s: s["filters"][1].update(value="langgraph.graph.change"),
+            "no span or event",
         ),
         (
             "tool_duplicates",
@@ -841,6 +909,13 @@ def _first_metric_query(dash: dict[str, Any], needle: str) -> dict[str, Any]:
             "group-by",
         ),
         ("checkpoint.divergences", ".as_count()", "", "should be read with .as_count()"),
+        (
+            "graph.changes",
+            "by {langgraph.graph.name}",
+            "by {langgraph.graph.structure_hash}",
+            "group-by",
+        ),
+        ("concurrent_writes", "sum:", "p95:", "needs a distribution"),
         ("sum:langgraph.checkpoint.channel.size", "sum:", "sum:", None),
         (
             "sum:langgraph.checkpoint.channel.size",
