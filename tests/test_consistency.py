@@ -24,6 +24,7 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
+import graphs
 from langgraph.checkpoint.otel import Migrations, instrument, names, record_tool_start
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -97,7 +98,8 @@ def emitted() -> Emitted:
 
 def run_every_path(tracer_provider: TracerProvider, meter_provider: MeterProvider) -> None:
     """A run that errors, resumes, is interrupted, is resumed by the next release of the app
-    (another schema version, migrated), and diverges on a fork; then a tool call."""
+    (another schema version, migrated), and diverges on a fork; then a tool call, a thread
+    continued by the graph with a node added and a thread taken by two runs at once."""
     failed = {"once": False}
 
     def a(state: State) -> dict[str, Any]:
@@ -144,6 +146,12 @@ def run_every_path(tracer_provider: TracerProvider, meter_provider: MeterProvide
     list(saver.list(config))
     saver.delete_thread("consistency")
     run_a_tool_call(tracer_provider, meter_provider)
+    together = graphs.LoadTogether()
+    graphs.change_graph_and_write_twice(
+        instrument(together, tracer_provider=tracer_provider, meter_provider=meter_provider),
+        together,
+        "consistency",
+    )
 
 
 def run_a_tool_call(tracer_provider: TracerProvider, meter_provider: MeterProvider) -> None:
