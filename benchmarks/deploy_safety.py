@@ -1,6 +1,6 @@
 """`langgraph-otel compat` and `replay` at scale: their time on a SQLite file of many threads.
 
-The file holds copies of real threads (rows copied with SQL, as `tests/scale_db.py` does):
+The file holds copies of real threads (rows copied with SQL by `tests/scale_db.py`):
 `tests/release_app.py`'s release-1 threads (parked at an interrupt, finished, SIGKILLed inside
 two nodes; 4 templates, prefix ``c-``) for `compat`, and `tests/replay_app.py`'s `create_agent`
 travel thread (13 checkpoints; prefix ``r-``) for `replay`. Each command runs once in its own
@@ -26,10 +26,8 @@ ROOT = Path(__file__).resolve().parent.parent
 TESTS = ROOT / "tests"
 sys.path.insert(0, str(TESTS))
 
-COLUMNS = {
-    "checkpoints": "checkpoint_ns, checkpoint_id, parent_checkpoint_id, type, checkpoint, metadata",
-    "writes": "checkpoint_ns, checkpoint_id, task_id, idx, channel, type, value, task_path",
-}
+import scale_db  # noqa: E402
+
 KINDS = ("parked", "finished", "crashed-write", "crashed-merge")
 
 
@@ -59,28 +57,6 @@ def write_templates(path: Path) -> None:
         checkpointer=instrument(SqliteSaver(conn), tracer_provider=TracerProvider())
     )
     graph.invoke(agents.question(), agents.thread("tmpl/trip"))
-    conn.close()
-
-
-def copy_threads(path: Path, templates: list[str], count: int, prefix: str) -> None:
-    """Add `count` threads: thread n is a copy of template n % len(templates)."""
-    conn = sqlite3.connect(path)
-    conn.execute("PRAGMA journal_mode = OFF")
-    conn.execute("PRAGMA synchronous = OFF")
-    conn.execute("DROP TABLE IF EXISTS temp.template")
-    conn.execute("CREATE TEMP TABLE template (k INTEGER PRIMARY KEY, thread_id TEXT)")
-    conn.executemany("INSERT INTO template VALUES (?, ?)", enumerate(templates))
-    numbers = "WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i + 1 < ?) "
-    for table, columns in COLUMNS.items():
-        conn.execute(
-            f"INSERT INTO {table} (thread_id, {columns}) {numbers}"
-            f"SELECT ? || printf('%06d', n.i), {columns} FROM n "
-            f"JOIN template ON template.k = n.i % {len(templates)} "
-            f"JOIN {table} AS source ON source.thread_id = template.thread_id",
-            (count, prefix),
-        )
-    conn.commit()
-    conn.execute("PRAGMA journal_mode = WAL")
     conn.close()
 
 
@@ -116,8 +92,8 @@ def main() -> None:
         path = Path(tmp) / "deploy.db"
         log("writing the templates")
         write_templates(path)
-        copy_threads(path, [f"tmpl/{k}" for k in KINDS], args.threads, "c-")
-        copy_threads(path, ["tmpl/trip"], args.threads, "r-")
+        scale_db.copy_threads(path, args.threads, "c-", [f"tmpl/{k}" for k in KINDS])
+        scale_db.copy_threads(path, args.threads, "r-", ["tmpl/trip"])
         url = f"sqlite:///{path}"
         results: dict[str, object] = {"threads": args.threads, "replayed": args.replay}
         for release in ("release_1", "remove_node", "toggle_defer"):

@@ -344,18 +344,22 @@ def one_step(extra_node: bool = False) -> StateGraph:
     return builder
 
 
-class LoadTogether(InMemorySaver):
-    """An InMemorySaver whose loads wait for each other while `barrier` is set, as two requests
-    for one thread arriving together do: both runs load its latest checkpoint before either
-    writes."""
+class LoadsTogether:
+    """Mixed into a real saver class: its loads wait for each other while `barrier` is set, as
+    two requests for one thread arriving together do: both runs load its latest checkpoint
+    before either writes."""
 
     barrier: threading.Barrier | None = None
 
     def get_tuple(self, config: Any) -> Any:
-        loaded = super().get_tuple(config)
+        loaded = super().get_tuple(config)  # type: ignore[misc]
         if self.barrier is not None:
             self.barrier.wait(timeout=30)
         return loaded
+
+
+class LoadTogether(LoadsTogether, InMemorySaver):
+    """An InMemorySaver whose loads wait for each other (see `LoadsTogether`)."""
 
 
 def change_graph_and_write_twice(saver: Any, inner: LoadTogether, thread_id: str) -> None:

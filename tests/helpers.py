@@ -492,3 +492,28 @@ def is_run_span(span: Any) -> bool:
     """The library's own run span (`invoke_workflow {graph}`), not a peer's workflow span."""
     scope = getattr(span, "instrumentation_scope", None)
     return names.is_run_span_name(span.name) and (scope is None or scope.name == names.SCOPE)
+
+
+EVENT_ONLY_ATTRIBUTES = frozenset(
+    {
+        names.DIVERGENCE_KIND,
+        names.DIVERGENCE_STEP,
+        names.DIVERGENCE_REFERENCE_CHECKPOINT_ID,
+        names.DIVERGENCE_CHANNEL,
+        names.DIVERGENCE_EXPECTED,
+        names.DIVERGENCE_ACTUAL,
+        names.SCHEMA_WRITTEN_VERSION,
+        names.SCHEMA_RUNNING_VERSION,
+        names.GRAPH_WRITTEN_STRUCTURE_HASH,
+        names.GRAPH_NODES_ADDED,
+        names.GRAPH_NODES_REMOVED,
+        names.GRAPH_CHANNELS_ADDED,
+        names.GRAPH_CHANNELS_REMOVED,
+        names.GRAPH_CHANNELS_CHANGED,
+        names.CONCURRENT_OTHER_CHECKPOINT_ID,
+        names.CONCURRENT_OTHER_TRACE_ID,
+        names.TOOL_CALL_ID,
+    }
+)
+"""Attributes only span events carry, never a span (the dashboards' tests: a query on them must
+select span events)."""

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import sqlite3
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -78,8 +79,11 @@ def write_templates(path: Path) -> list[str]:
     return list(TEMPLATES)
 
 
-def copy_threads(path: Path, count: int, prefix: str = "t-") -> None:
-    """Add `count` threads to the file at `path`: thread n is a copy of template n % 4."""
+def copy_threads(
+    path: Path, count: int, prefix: str = "t-", templates: Sequence[str] = TEMPLATES
+) -> None:
+    """Add `count` threads to the file at `path`: thread n is a copy of template
+    n % len(templates)."""
     conn = sqlite3.connect(path)
     try:
         # no journal while copying (the file is made, not kept safe); WAL again after, as
@@ -87,13 +91,13 @@ def copy_threads(path: Path, count: int, prefix: str = "t-") -> None:
         conn.execute("PRAGMA journal_mode = OFF")
         conn.execute("PRAGMA synchronous = OFF")
         conn.execute("CREATE TEMP TABLE template (k INTEGER PRIMARY KEY, thread_id TEXT)")
-        conn.executemany("INSERT INTO template VALUES (?, ?)", enumerate(TEMPLATES))
+        conn.executemany("INSERT INTO template VALUES (?, ?)", enumerate(templates))
         numbers = "WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i + 1 < ?) "
         for table, columns in COLUMNS.items():
             conn.execute(
                 f"INSERT INTO {table} (thread_id, {columns}) {numbers}"
                 f"SELECT ? || printf('%06d', n.i), {columns} FROM n "
-                f"JOIN template ON template.k = n.i % {len(TEMPLATES)} "
+                f"JOIN template ON template.k = n.i % {len(templates)} "
                 f"JOIN {table} AS source ON source.thread_id = template.thread_id",
                 (count, prefix),
             )

@@ -15,7 +15,7 @@ from typing import Any
 from langgraph.checkpoint.sqlite import SqliteSaver
 from typer.testing import CliRunner
 
-from graphs import slow_turns
+from graphs import LoadsTogether, slow_turns
 from helpers import OTel
 from langgraph.checkpoint.otel import instrument, names
 from langgraph.checkpoint.otel.tools.inspector.cli import app
@@ -24,17 +24,8 @@ APP = Path(__file__).with_name("concurrent_app.py")
 THREAD = "support-42"
 
 
-class LoadTogether(SqliteSaver):
-    """A real SqliteSaver whose loads wait for each other, as two requests arriving together
-    do: both runs see the same latest checkpoint before either writes."""
-
-    barrier: threading.Barrier | None = None
-
-    def get_tuple(self, config: Any) -> Any:
-        loaded = super().get_tuple(config)
-        if self.barrier is not None:
-            self.barrier.wait(timeout=30)
-        return loaded
+class LoadTogether(LoadsTogether, SqliteSaver):
+    """A real SqliteSaver whose loads wait for each other (see `graphs.LoadsTogether`)."""
 
 
 def sqlite_saver(path: Path) -> LoadTogether:

@@ -41,7 +41,7 @@ from prometheus_client import CollectorRegistry, generate_latest, start_http_ser
 from prometheus_client.parser import text_string_to_metric_families
 
 import graphs
-from helpers import in_ci
+from helpers import EVENT_ONLY_ATTRIBUTES, in_ci
 from langgraph.checkpoint.otel import instrument, names
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -134,23 +134,7 @@ EVENT_ATTRIBUTES = {
     names.CHANNEL_HASH,
     names.CHANNEL_SIZE_BYTES,
     names.CHANNEL_SUMMARY,
-    names.DIVERGENCE_KIND,
-    names.DIVERGENCE_STEP,
-    names.DIVERGENCE_REFERENCE_CHECKPOINT_ID,
-    names.DIVERGENCE_CHANNEL,
-    names.DIVERGENCE_EXPECTED,
-    names.DIVERGENCE_ACTUAL,
-    names.SCHEMA_WRITTEN_VERSION,
-    names.SCHEMA_RUNNING_VERSION,
-    names.GRAPH_WRITTEN_STRUCTURE_HASH,
-    names.GRAPH_NODES_ADDED,
-    names.GRAPH_NODES_REMOVED,
-    names.GRAPH_CHANNELS_ADDED,
-    names.GRAPH_CHANNELS_REMOVED,
-    names.GRAPH_CHANNELS_CHANGED,
-    names.CONCURRENT_OTHER_CHECKPOINT_ID,
-    names.CONCURRENT_OTHER_TRACE_ID,
-    names.TOOL_CALL_ID,
+    *EVENT_ONLY_ATTRIBUTES,
 }
 LINK_ATTRIBUTES = {names.LINK_TYPE}
 TRACEQL_SCOPES: dict[str, set[str]] = {

@@ -51,6 +51,7 @@ from typing import Any
 
 import pytest
 
+from helpers import EVENT_ONLY_ATTRIBUTES
 from langgraph.checkpoint.otel import names
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -94,25 +95,6 @@ HISTOGRAM_METRICS = {
 }
 # Attributes only span events carry (Honeycomb stores each span event as its own event, with
 # meta.annotation_type = span_event): a query on them without that filter finds nothing.
-EVENT_ONLY_ATTRIBUTES = {
-    names.DIVERGENCE_KIND,
-    names.DIVERGENCE_STEP,
-    names.DIVERGENCE_REFERENCE_CHECKPOINT_ID,
-    names.DIVERGENCE_CHANNEL,
-    names.DIVERGENCE_EXPECTED,
-    names.DIVERGENCE_ACTUAL,
-    names.SCHEMA_WRITTEN_VERSION,
-    names.SCHEMA_RUNNING_VERSION,
-    names.GRAPH_WRITTEN_STRUCTURE_HASH,
-    names.GRAPH_NODES_ADDED,
-    names.GRAPH_NODES_REMOVED,
-    names.GRAPH_CHANNELS_ADDED,
-    names.GRAPH_CHANNELS_REMOVED,
-    names.GRAPH_CHANNELS_CHANGED,
-    names.CONCURRENT_OTHER_CHECKPOINT_ID,
-    names.CONCURRENT_OTHER_TRACE_ID,
-    names.TOOL_CALL_ID,
-}
 # Values of the closed-set attributes (telemetry contract).
 ENUM_VALUES: dict[str, set[Any]] = {
     names.RESUME_KIND: {"crash", "error", "interrupt", "fork", "update", "continue"},

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, get_args
 
 from langgraph.checkpoint.otel.analysis.fingerprint import StructureSummary
 
@@ -35,15 +35,7 @@ RiskReason = Literal[
     "schema_validation",
     "schema_version",
 ]
-RISK_REASONS: tuple[RiskReason, ...] = (
-    "missing_node",
-    "interrupted_node_missing",
-    "data_dropped",
-    "new_required_channel",
-    "channel_restore_failed",
-    "schema_validation",
-    "schema_version",
-)
+RISK_REASONS: tuple[RiskReason, ...] = get_args(RiskReason)
 START = "__start__"
 
 

@@ -117,16 +117,6 @@ def replay_thread(
     return _result(thread_id, recording, scratch, answers, error=error)
 
 
-def replay_threads(
-    graph: Any,
-    saver: BaseCheckpointSaver[Any],
-    thread_ids: Iterable[str],
-    run_tools: Collection[str] = (),
-) -> list[ReplayResult]:
-    """`replay_thread` for each thread."""
-    return [replay_thread(graph, saver, t, run_tools) for t in thread_ids]
-
-
 def _read(saver: BaseCheckpointSaver[Any], thread_id: str) -> _Recording:
     """The thread's stored checkpoints (every namespace), its root line (the latest root
     checkpoint's ancestors, oldest first) and what it was given along the line."""
@@ -293,7 +283,7 @@ def assert_replays(
     """Replay each recorded thread (`replay_thread`) and raise `ReplayFailed`, naming each
     divergence and each thread that cannot be replayed, unless all replay as recorded: a
     deploy gate in a test suite, over a copy of production checkpoints."""
-    results = replay_threads(graph, saver, thread_ids, run_tools)
+    results = [replay_thread(graph, saver, t, run_tools) for t in thread_ids]
     failed = [r for r in results if not r.ok]
     if failed:
         raise ReplayFailed("\n".join(describe(r) for r in failed))

@@ -88,6 +88,14 @@ SourceArguments = Annotated[
 ]
 JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON (see `schema`).")]
 ThreadArgument = Annotated[str, typer.Argument(help="The thread id.")]
+GraphArgument = Annotated[
+    str,
+    typer.Argument(
+        help="The release's graph: MODULE:FACTORY (a compiled graph, or a function returning "
+        "one, as in langgraph.json), importable from the current directory.",
+        metavar="MODULE:FACTORY",
+    ),
+]
 RepeatableOption = Annotated[
     list[str] | None,
     typer.Option(
@@ -330,14 +338,7 @@ def diverge_command(
 
 @app.command("compat")
 def compat_command(
-    graph: Annotated[
-        str,
-        typer.Argument(
-            help="The new release's graph: MODULE:FACTORY (a compiled graph, or a function "
-            "returning one), importable from the current directory.",
-            metavar="MODULE:FACTORY",
-        ),
-    ],
+    graph: GraphArgument,
     source: SourceOption = None,
     as_json: JsonOption = False,
     limit: Annotated[
