@@ -443,6 +443,37 @@ def test_every_loop_put_names_its_node(outcome: Outcome) -> None:
     assert not nameless, f"{len(nameless)} of {len(loop_puts)} loop puts name no node: {nameless}"
 
 
+def _served_graph_structures() -> set[str]:
+    """The structure hashes of the app's graphs, built here from the file the server serves."""
+    import importlib.util
+    import sys
+    from pathlib import Path
+
+    from langgraph.checkpoint.otel.core.structures import structure_of
+
+    path = Path(__file__).with_name("agent_server_app") / "graph.py"
+    spec = importlib.util.spec_from_file_location("served_graph", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # its TypedDicts' annotations resolve in it
+    spec.loader.exec_module(module)
+    return {structure_of(module.agent).structure_hash, structure_of(module.approval).structure_hash}
+
+
+def test_every_put_carries_the_structure_hash_of_the_graph_the_server_runs(
+    outcome: Outcome,
+) -> None:
+    """Every put a run makes (`update_state` puts are made outside runs: none here)."""
+    puts = [
+        a
+        for a in (attrs(s.attributes) for s in library_spans(outcome) if s.name == names.SPAN_PUT)
+        if a.get(names.CHECKPOINT_NS, "") == "" and a.get(names.SOURCE) != "update"
+    ]
+    assert puts, overview(outcome)
+    hashes = {a.get(names.GRAPH_STRUCTURE_HASH) for a in puts}
+    assert hashes == _served_graph_structures(), overview(outcome)
+
+
 def test_the_nodes_on_the_puts_are_the_graphs_nodes(outcome: Outcome) -> None:
     nodes = {
         node

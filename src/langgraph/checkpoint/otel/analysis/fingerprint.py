@@ -13,6 +13,7 @@ Pure logic: `_langgraph.graph.graph_description` reads a compiled graph as plain
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 import json
 from collections.abc import Mapping
@@ -103,8 +104,10 @@ class StructureSummary:
     nodes: tuple[str, ...]
     channels: Mapping[str, str]
 
-    def to_stored(self) -> list[Any]:
-        """The JSON-compatible stored value: ``[hash, [node, ...], {channel: kind}]``."""
+    @functools.cached_property
+    def stored(self) -> list[Any]:
+        """The JSON-compatible stored value: ``[hash, [node, ...], {channel: kind}]`` (made
+        once: every checkpoint of the graph stores the same value; not to be mutated)."""
         return [self.structure_hash, list(self.nodes), dict(self.channels)]
 
     @classmethod

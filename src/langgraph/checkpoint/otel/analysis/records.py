@@ -136,7 +136,7 @@ class StoredTelemetry:
                     "results": [call.key for call in tools.results],
                 }
         if self.graph is not None:
-            value[names.META_GRAPH] = self.graph.to_stored()
+            value[names.META_GRAPH] = self.graph.stored
         value.update(self.carrier)
         return value
 
