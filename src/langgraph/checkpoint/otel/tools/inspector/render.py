@@ -342,13 +342,13 @@ def _diff_title(
 def compat(console: Console, view: Compat) -> None:
     """The threads the new graph may not resume, one row per reason."""
     summary = (
-        f"{view.checked} threads checked against {view.graph} "
+        f"{_threads(view.checked)} checked against {view.graph} "
         f"(structure {view.structure_hash[:12]}) in {view.seconds:.1f} s"
     )
     if not view.at_risk:
         console.print(Text(f"no thread at risk: {summary}", style="green"))
     else:
-        table = Table(title=f"{len(view.at_risk)} threads at risk", title_justify="left")
+        table = Table(title=f"{_threads(len(view.at_risk))} at risk", title_justify="left")
         for column in ("thread", "checkpoint", "reason", "node or channel", "detail"):
             table.add_column(column)
         shorts = short_ids([t.checkpoint_id for t in view.at_risk])
@@ -377,5 +377,11 @@ def replays(console: Console, view: Replays) -> None:
         console.print(Text(row.summary, style=style))
     failed = sum(1 for row in view.threads if not row.ok)
     console.print(
-        Text(f"{len(view.threads)} threads replayed against {view.graph}: {failed} not as recorded")
+        Text(
+            f"{_threads(len(view.threads))} replayed against {view.graph}: {failed} not as recorded"
+        )
     )
+
+
+def _threads(count: int) -> str:
+    return f"{count} thread" if count == 1 else f"{count} threads"
