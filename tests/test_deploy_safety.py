@@ -181,16 +181,27 @@ class Release2:
         }
 
 
-@pytest.fixture(scope="module", params=release_app.CHANGES)
+@pytest.fixture(scope="module")
+def releases(written: str, baseline: dict[str, Any]) -> Iterator[dict[str, Release2]]:
+    """Each release's threads, once per backend: compat over them, then LangGraph resuming
+    them (which uses them up), made when a test first asks."""
+    made: dict[str, Release2] = {}
+    yield made
+    for release in made.values():
+        release.otel.shutdown()
+
+
+@pytest.fixture(params=release_app.CHANGES)
 def release_2(
-    request: pytest.FixtureRequest, written: str, baseline: dict[str, Any]
-) -> Iterator[Release2]:
+    request: pytest.FixtureRequest, written: str, releases: dict[str, Release2]
+) -> Release2:
     """compat over a release's threads, then the threads resumed by that release."""
-    code, report = compat(written, request.param)
-    otel = OTel()
-    outcomes = resume_all(written, request.param, otel)
-    yield Release2(request.param, code, report, outcomes, otel)
-    otel.shutdown()
+    if request.param not in releases:
+        code, report = compat(written, request.param)
+        otel = OTel()
+        outcomes = resume_all(written, request.param, otel)
+        releases[request.param] = Release2(request.param, code, report, outcomes, otel)
+    return releases[request.param]
 
 
 def test_compat_flags_exactly_the_threads_langgraph_fails_or_loses_data_on(

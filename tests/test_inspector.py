@@ -279,8 +279,20 @@ def test_schema_describes_every_json_output(capsys: pytest.CaptureFixture[str]) 
     code, out, _ = run(capsys, "schema")
     schemas = json.loads(out)
     assert code == 0
-    assert set(schemas) == {"threads", "timeline", "diff", "resumes", "diverge", "growth", "report"}
+    assert set(schemas) == {
+        "threads",
+        "timeline",
+        "diff",
+        "resumes",
+        "diverge",
+        "growth",
+        "report",
+        "compat",
+        "replay",
+    }
     assert "checkpoints" in schemas["timeline"]["properties"]
+    assert "at_risk" in schemas["compat"]["properties"]
+    assert "threads" in schemas["replay"]["properties"]
 
 
 def test_console_script_and_module_run(sqlite_written: Written) -> None:
