@@ -219,8 +219,9 @@ class LoopRun:
         return True
 
     def entry_failed(self, error: BaseException) -> None:
-        """The loop's entry raised after the run's load (LangGraph could not restore the
-        loaded channels): its stack never unwinds, so the exit callback is called here."""
+        """The loop's entry raised after the run's load claimed it (the inner load or a
+        migration raised, or LangGraph could not restore the loaded channels): its stack never
+        unwinds, so the exit callback is called here."""
         exited, self._failed_entry = self._failed_entry, None
         if exited is not None:
             exited(type(error), error, error.__traceback__)

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Literal, get_args
+from typing import Literal
 
 from langgraph.checkpoint.otel.analysis.fingerprint import StructureSummary
 
@@ -35,7 +35,6 @@ RiskReason = Literal[
     "schema_validation",
     "schema_version",
 ]
-RISK_REASONS: tuple[RiskReason, ...] = get_args(RiskReason)
 START = "__start__"
 
 
@@ -128,6 +127,8 @@ class ThreadVerdict:
     thread_id: str
     checkpoint_id: str
     risks: tuple[Risk, ...] = ()
+    written_structure_hash: str | None = None
+    """The structure hash the checkpoint was written under (None: not stored)."""
     note: str = ""
     """What could not be checked (a checkpoint written without the stored structure)."""
 

@@ -232,27 +232,20 @@ class CheckpointObserver:
         # a load inside a run that is not the run's (LangGraph's superseded check on a
         # replay, a node reading its thread) is in the run's trace too
         in_run = run_trace or self._runs.trace_of(scope_of(config))
-        try:
-            with self.telemetry.operation(
-                names.SPAN_GET, "get", config_attributes(config), run=in_run
-            ) as op:
-                if in_run is None:
-                    _note_state_read(config, op)
-                yield LoadCall(
-                    op,
-                    _run_start(run),
-                    run_trace,
-                    config,
-                    _finish=self._resumes.describe_load,
-                    _migrate=self._resumes.apply_migrations,
-                    _started=time.perf_counter(),
-                )
-        except BaseException as exc:
-            # the loop's entry fails (the inner load, a migration): it never exits, so the
-            # run ends here, and its span stops being current
-            if run_trace is not None:
-                self.telemetry.guard("end run", self._runs.abort, config, run_trace, exc)
-            raise
+        with self.telemetry.operation(
+            names.SPAN_GET, "get", config_attributes(config), run=in_run
+        ) as op:
+            if in_run is None:
+                _note_state_read(config, op)
+            yield LoadCall(
+                op,
+                _run_start(run),
+                run_trace,
+                config,
+                _finish=self._resumes.describe_load,
+                _migrate=self._resumes.apply_migrations,
+                _started=time.perf_counter(),
+            )
 
     @contextmanager
     def listing(

@@ -130,15 +130,6 @@ class Runs:
             ended("finished", None)
         return run_trace
 
-    def abort(self, config: RunnableConfig, run_trace: RunTrace, error: BaseException) -> None:
-        """The loop's entry failed (the inner load, a migration): it never exits, so the run
-        ends here."""
-        scope = scope_of(config)
-        with self._lock:
-            run = self._runs.get(scope)
-        if run is not None and run.trace is run_trace:
-            self._end(scope, run, "error", error)
-
     def _end(
         self, scope: Scope, run: Run, outcome: RunOutcome, error: BaseException | None
     ) -> None:

@@ -120,11 +120,13 @@ class CompatCheck:
         risks = structural_risks(thread, self.running)
         for channel in channels_to_check(values, self.running):
             risks += self._value_risks(channel, values[channel])
+        written = thread.written_structure
         return ThreadVerdict(
             thread_id,
             thread.checkpoint_id,
             tuple(risks),
-            note="" if thread.written_structure is not None else NO_STRUCTURE,
+            written.structure_hash if written is not None else None,
+            note="" if written is not None else NO_STRUCTURE,
         )
 
     def _value_risks(self, channel: str, value: Any) -> list[Risk]:
@@ -196,8 +198,7 @@ def compat_report(
     for thread_id, latest in threads:
         verdict = check.verdict(thread_id, latest)
         checked += 1
-        stored = read_stored_telemetry(latest.metadata)
-        structures[stored.graph.structure_hash if stored and stored.graph else "unknown"] += 1
+        structures[verdict.written_structure_hash or "unknown"] += 1
         if verdict.note:
             unchecked.add(verdict.note)
         if verdict.at_risk:
