@@ -108,10 +108,12 @@ def test_runs_one_after_the_other_are_never_flagged(tmp_path: Path, otel: OTel) 
     assert diverge(path) == (0, [])
 
 
-def _processes(path: Path, go: Path, count: int) -> list[subprocess.Popen[str]]:
+def _processes(path: Path, meeting: Path, count: int) -> list[subprocess.Popen[str]]:
+    """`count` processes each running a turn on the thread, all loading before any writes."""
+    meeting.mkdir()
     return [
         subprocess.Popen(
-            [sys.executable, str(APP), f"sqlite:{path}", THREAD, str(go)],
+            [sys.executable, str(APP), f"sqlite:{path}", THREAD, str(meeting), str(count)],
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             stdin=subprocess.DEVNULL,
@@ -128,23 +130,18 @@ def _wait(procs: list[subprocess.Popen[str]]) -> None:
 
 
 def test_two_processes_writing_one_thread_at_once_are_found_offline(tmp_path: Path) -> None:
-    path, go = tmp_path / "procs.db", tmp_path / "go"
+    path = tmp_path / "procs.db"
     sqlite_saver(path)
-    go.touch()
-    _wait(_processes(path, go, 1))  # the thread exists
-    go.unlink()
-    procs = _processes(path, go, 2)  # both imported and waiting, then started together
-    go.touch()
-    _wait(procs)
+    _wait(_processes(path, tmp_path / "alone", 1))  # the thread exists
+    _wait(_processes(path, tmp_path / "together", 2))
     code, findings = diverge(path)
-    assert "concurrent_write" in {f["kind"] for f in findings}
+    assert [f["kind"] for f in findings] == ["concurrent_write"]
     assert code == 1
 
 
 def test_processes_one_after_the_other_are_never_flagged(tmp_path: Path) -> None:
-    path, go = tmp_path / "procs.db", tmp_path / "go"
+    path = tmp_path / "procs.db"
     sqlite_saver(path)
-    go.touch()
-    for _ in range(3):
-        _wait(_processes(path, go, 1))
+    for turn in range(3):
+        _wait(_processes(path, tmp_path / f"turn-{turn}", 1))
     assert diverge(path) == (0, [])
