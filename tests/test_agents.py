@@ -1245,7 +1245,13 @@ def _check_crash_resume(
             for p in named(a, names.SPAN_PUT)
             if p.attributes.get(names.CHECKPOINT_ID) == loaded_id
         ]
-        assert writers == [(trace_id, span_id)]
+        if loaded.metadata["step"] == -1:
+            # sync durability waits for each step's put before the next step, but not for
+            # the input checkpoint's: step 0's node runs beside it, and a kill there can come
+            # after the checkpoint is stored and before its put span has ended (seen in CI)
+            assert writers in ([], [(trace_id, span_id)])
+        else:
+            assert writers == [(trace_id, span_id)]
     first_put = next(s for s in named(b, names.SPAN_PUT) if s.ns == "")
     assert first_put.attributes.get(names.RESUME_FROM_CHECKPOINT_ID) == loaded_id
 
