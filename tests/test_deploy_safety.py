@@ -5,7 +5,9 @@ release 2, on SQLite and PostgreSQL.
 For every release-2 change, `langgraph-otel compat` must flag exactly the threads that
 LangGraph then fails to resume or resumes with data lost (a final state other than release
 1's for the same thread), its exit code must say so, and each resume must carry the
-`langgraph.graph.changed` event naming what changed (and be counted).
+`langgraph.graph.changed` event naming what changed (and be counted). `langgraph-otel replay`
+of the same threads (kept untouched under ``recorded/``) finds nothing under release 1, the
+killed ones compared as far as their recording goes.
 """
 
 from __future__ import annotations
@@ -25,12 +27,14 @@ from typer.testing import CliRunner
 import release_app
 from crash_app import open_saver
 from helpers import OTel, fresh_database
-from langgraph.checkpoint.otel import instrument, names
+from langgraph.checkpoint.otel import instrument, names, replay_thread
 from langgraph.checkpoint.otel.tools.inspector.cli import app
 
 APP = Path(__file__).with_name("release_app.py")
 RELEASES = ("release_1", *release_app.CHANGES)
 KINDS = ("parked", "finished", "crashed-write", "crashed-merge")
+RECORDED = "recorded/"
+"""The prefix of release-1 threads no test resumes (replay only reads them)."""
 
 CHANGED = {
     "remove_node": {
@@ -81,7 +85,7 @@ def written(
 
 
 def _written(backend: str) -> Iterator[str]:
-    prefixes = [f"{release}/" for release in RELEASES]
+    prefixes = [f"{release}/" for release in RELEASES] + [RECORDED]
     done = _run("write", backend, *prefixes)
     assert done.returncode == 0, done.stderr
     for node in ("write", "merge"):
@@ -248,3 +252,28 @@ def test_resumes_under_another_structure_are_counted(release_2: Release2) -> Non
     (point,) = release_2.otel.metrics()[names.METRIC_GRAPH_CHANGES]
     assert point.value == len(KINDS)
     assert dict(point.attributes) == {names.GRAPH_NAME: "LangGraph"}
+
+
+def test_release_1_replays_every_thread_it_wrote_as_recorded(written: str) -> None:
+    with open_saver(written) as saver:
+        results = {
+            kind: replay_thread(release_app.release_1(), saver, f"{RECORDED}{kind}")
+            for kind in KINDS
+        }
+    assert {kind: r.ok for kind, r in results.items()} == dict.fromkeys(KINDS, True)
+    # a killed run's recording stops mid-run; the replay goes on past it, uncompared
+    mid_run = {kind for kind, r in results.items() if r.ends_mid_run}
+    assert mid_run == {"crashed-write", "crashed-merge"}
+    assert all(results[kind].replayed > results[kind].checkpoints for kind in mid_run)
+
+
+def test_a_release_without_the_node_a_thread_is_parked_in_replays_on_past_it(
+    written: str,
+) -> None:
+    with open_saver(written) as saver:
+        result = replay_thread(release_app.remove_node(), saver, f"{RECORDED}parked")
+        (last,) = saver.list(release_app.config(f"{RECORDED}parked"), limit=1)
+    found = result.divergence
+    assert found is not None and not result.ends_mid_run
+    assert (found.kind, found.node) == ("trajectory", "publish")
+    assert found.step == last.metadata["step"] + 1  # where the recorded run stopped to ask

@@ -10,10 +10,11 @@ import json
 import sqlite3
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 import pytest
 from langgraph.checkpoint.sqlite import SqliteSaver
+from langgraph.graph import END, START, StateGraph
 from langgraph.types import Command
 from opentelemetry.sdk.trace import TracerProvider
 from typer.testing import CliRunner
@@ -206,3 +207,51 @@ def test_the_replay_command_gates_on_divergence(saver: SqliteSaver, tmp_path: Pa
     assert changed.exit_code == 1
     rows = json.loads(changed.stdout)["threads"]
     assert [row["divergence"]["node"] for row in rows] == ["Guard.after_model"] * 2
+
+
+class Quota(TypedDict):
+    count: int
+
+
+def quota_graph(checkpointer: Any, limit: int) -> Any:
+    """`count` goes up by one per step; `check` raises once it passes `limit` (a node's own
+    bug, as deterministic as the rest of the code)."""
+
+    def bump(state: Quota) -> dict[str, Any]:
+        return {"count": state["count"] + 1}
+
+    def check(state: Quota) -> dict[str, Any]:
+        if state["count"] > limit:
+            raise ValueError("over quota")
+        return {}
+
+    builder = StateGraph(Quota)
+    builder.add_node("bump", bump)
+    builder.add_node("check", check)
+    builder.add_edge(START, "bump")
+    builder.add_edge("bump", "check")
+    builder.add_edge("check", END)
+    return builder.compile(checkpointer=checkpointer)
+
+
+def test_a_recorded_run_that_failed_replays_as_recorded_when_the_code_fails_alike(
+    saver: SqliteSaver,
+) -> None:
+    with pytest.raises(ValueError):
+        quota_graph(instrument(saver, tracer_provider=TracerProvider()), 0).invoke(
+            {"count": 0}, agents.thread("over")
+        )
+    (result,) = assert_replays(quota_graph(None, 0), saver, ["over"])
+    assert result.replayed == result.checkpoints and not result.ends_mid_run
+
+
+def test_a_recorded_run_that_failed_diverges_where_the_new_code_goes_on(
+    saver: SqliteSaver,
+) -> None:
+    with pytest.raises(ValueError):
+        quota_graph(instrument(saver, tracer_provider=TracerProvider()), 0).invoke(
+            {"count": 0}, agents.thread("over")
+        )
+    result = replay_thread(quota_graph(None, 5), saver, "over")
+    found = result.divergence
+    assert found is not None and (found.kind, found.node) == ("trajectory", "check")

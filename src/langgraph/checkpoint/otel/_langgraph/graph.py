@@ -109,6 +109,16 @@ def _node_names(value: Any) -> tuple[str, ...]:
     return tuple(sorted(str(v) for v in value or ()))
 
 
+def static_interrupts(graph: Any) -> tuple[tuple[str, ...] | str, tuple[str, ...] | str]:
+    """The compiled graph's `interrupt_before` and `interrupt_after` nodes, as
+    `lineage.RunStart` takes them (the string `"*"`: every node)."""
+    before, after = (getattr(graph, f"interrupt_{at}_nodes", ()) for at in ("before", "after"))
+    return (
+        before if isinstance(before, str) else _node_names(before),
+        after if isinstance(after, str) else _node_names(after),
+    )
+
+
 def state_fields(graph: Any) -> dict[str, tuple[Any, bool]]:
     """The compiled graph's state keys: name -> (type annotation, required), read from its
     builder's state schema (a pydantic model: fields without a default are required; a

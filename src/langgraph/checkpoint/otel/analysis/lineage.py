@@ -35,6 +35,18 @@ class LoadedCheckpoint:
     """Nodes whose writes produced this checkpoint (as stored by the wrapper), when known."""
 
 
+def loaded_checkpoint(stored: Any, nodes: Collection[str] = ()) -> LoadedCheckpoint:
+    """The facts of a stored `CheckpointTuple` that resume classification reads; `nodes` are
+    the nodes that produced it, where the wrapper stored them."""
+    return LoadedCheckpoint(
+        checkpoint_id=str(stored.checkpoint["id"]),
+        source=(stored.metadata or {}).get("source"),
+        channel_values=stored.checkpoint.get("channel_values") or {},
+        pending_write_channels=[w[1] for w in stored.pending_writes or ()],
+        nodes=nodes,
+    )
+
+
 @dataclass(frozen=True, slots=True)
 class RunStart:
     """How the run that loads the checkpoint was started."""

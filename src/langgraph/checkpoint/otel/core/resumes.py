@@ -19,10 +19,10 @@ from langgraph.checkpoint.otel.analysis.carrier import TraceContext, parse_carri
 from langgraph.checkpoint.otel.analysis.fingerprint import named_changes
 from langgraph.checkpoint.otel.analysis.hashing import StateHasher
 from langgraph.checkpoint.otel.analysis.lineage import (
-    LoadedCheckpoint,
     Resume,
     RunStart,
     classify_resume,
+    loaded_checkpoint,
 )
 from langgraph.checkpoint.otel.analysis.records import (
     Scope,
@@ -298,13 +298,7 @@ def _classify(
     explicit = run.explicit_checkpoint and (
         isinstance(latest, CheckpointTuple) and latest.checkpoint["id"] != loaded.checkpoint["id"]
     )
-    facts = LoadedCheckpoint(
-        checkpoint_id=str(loaded.checkpoint["id"]),
-        source=(loaded.metadata or {}).get("source"),
-        channel_values=loaded.checkpoint.get("channel_values") or {},
-        pending_write_channels=[w[1] for w in loaded.pending_writes or ()],
-        nodes=stored.nodes if stored else (),
-    )
+    facts = loaded_checkpoint(loaded, stored.nodes if stored else ())
     return classify_resume(facts, RunStart(explicit, run.interrupt_before, run.interrupt_after))
 
 

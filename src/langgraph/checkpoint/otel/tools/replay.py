@@ -8,9 +8,11 @@ recorded model answers and every tool call from the recorded tool messages
 (`_langgraph.recorded_answers`): no model is called, no tool body runs. Each replayed
 checkpoint of the root graph is then compared with the recorded one at the same position
 (channel hashes, nodes, tool calls; `analysis.divergence.BranchComparison`) and the first
-divergence reported, content-free. A thread whose recording cannot be replayed (a model or
-tool call with no recorded answer, an `update_state` in its line, a hash the recording
-lacks) is reported as unreplayable, never guessed.
+divergence reported, content-free. A recording that ends mid-run (its process was killed, or
+the run is still going) is compared as far as it goes: what the replay does after its end was
+never recorded. A thread whose recording cannot be replayed (a model or tool call with no
+recorded answer, an `update_state` in its line, a hash the recording lacks) is reported as
+unreplayable, never guessed.
 """
 
 from __future__ import annotations
@@ -25,16 +27,24 @@ from langgraph.types import Command
 from opentelemetry.sdk.trace import TracerProvider
 
 from langgraph.checkpoint.otel._langgraph.formats import NULL_TASK_ID
+from langgraph.checkpoint.otel._langgraph.graph import static_interrupts
 from langgraph.checkpoint.otel._langgraph.recorded_answers import (
     RecordedAnswers,
     Unanswered,
     answering,
 )
 from langgraph.checkpoint.otel.analysis.divergence import BranchComparison, Finding
+from langgraph.checkpoint.otel.analysis.lineage import (
+    ResumeKind,
+    RunStart,
+    classify_resume,
+    loaded_checkpoint,
+)
 from langgraph.checkpoint.otel.analysis.records import (
     CheckpointRecord,
     history_records,
     is_state_channel,
+    read_stored_telemetry,
     tool_call_key,
     unseen_delta_channels,
 )
@@ -62,6 +72,9 @@ class ReplayResult:
     """Model calls answered from the recording."""
     tool_calls: int = 0
     """Tool calls answered from the recording."""
+    ends_mid_run: bool = False
+    """The recording stops where its run did not (the process was killed, or the run is still
+    going): only the recorded checkpoints are compared."""
 
     @property
     def ok(self) -> bool:
@@ -83,6 +96,14 @@ class _Recording:
     tuples: list[CheckpointTuple]
     actions: list[_Action] = field(default_factory=list)
     problem: str | None = None
+    end: ResumeKind = "continue"
+    """How the recorded line ends, as a resume of its last checkpoint would be classified:
+    `crash` when nodes are scheduled there with no error or interrupt recorded (mid-run),
+    `error` when a node failed there, `continue` when the run finished."""
+
+    @property
+    def ends_mid_run(self) -> bool:
+        return self.end == "crash"
 
 
 def replay_thread(
@@ -96,6 +117,7 @@ def replay_thread(
     recording = _read(saver, thread_id)
     if recording.problem is not None:
         return ReplayResult(thread_id, len(recording.line), unreplayable=recording.problem)
+    recording.end = _end_of(recording.line[-1], graph)
     scratch = InMemorySaver()
     replaying = graph.copy(
         update={"checkpointer": instrument(scratch, tracer_provider=TracerProvider())}
@@ -109,12 +131,35 @@ def replay_thread(
                 replaying.invoke(
                     Command(resume=action.resume) if action.is_resume else action.input, config
                 )
-            except Unanswered as exc:
-                return _result(thread_id, recording, scratch, answers, unreplayable=str(exc))
-            except Exception as exc:  # the new code fails where the recorded run went on
-                error = f"raised {type(exc).__name__}"
+            except Exception as exc:
+                if recording.ends_mid_run and _root_line_length(scratch, thread_id) >= len(
+                    recording.line
+                ):
+                    break  # past the end of the recording: nothing recorded to compare with
+                if isinstance(exc, Unanswered):
+                    return _result(thread_id, recording, scratch, answers, unreplayable=str(exc))
+                error = f"raised {type(exc).__name__}"  # the new code fails where it went on
                 break
     return _result(thread_id, recording, scratch, answers, error=error)
+
+
+def _end_of(last: CheckpointTuple, graph: Any) -> ResumeKind:
+    """How a recorded line whose last checkpoint is `last` ends (see `_Recording.end`)."""
+    stored = read_stored_telemetry(last.metadata)
+    interrupt_before, interrupt_after = static_interrupts(graph)
+    return classify_resume(
+        loaded_checkpoint(last, stored.nodes if stored else ()),
+        RunStart(False, interrupt_before, interrupt_after),
+    ).kind
+
+
+def _root_line_length(scratch: InMemorySaver, thread_id: str) -> int:
+    """Root checkpoints the replay has written so far."""
+    return sum(1 for _ in scratch.list(_root_config(thread_id)))
+
+
+def _root_config(thread_id: str) -> Any:
+    return {"configurable": {"thread_id": thread_id, "checkpoint_ns": ""}}
 
 
 def _read(saver: BaseCheckpointSaver[Any], thread_id: str) -> _Recording:
@@ -184,17 +229,15 @@ def _result(
     unreplayable: str | None = None,
     error: str | None = None,
 ) -> ReplayResult:
-    replayed_tuples = [
-        t for t in scratch.list({"configurable": {"thread_id": thread_id, "checkpoint_ns": ""}})
-    ]
     expected = history_records(recording.line)
-    actual = history_records(replayed_tuples)
+    actual = history_records(list(scratch.list(_root_config(thread_id))))
     common = dict(
         thread_id=thread_id,
         checkpoints=len(expected),
         replayed=len(actual),
         model_calls=answers.model_calls,
         tool_calls=answers.tool_calls,
+        ends_mid_run=recording.ends_mid_run,
     )
     unseen = unseen_delta_channels(recording.line)
     if unreplayable is None and unseen:
@@ -202,6 +245,10 @@ def _result(
             f"delta channel {', '.join(sorted(unseen))} stored without its snapshot or the "
             "wrapper's hash: the recorded state cannot be compared"
         )
+    if recording.ends_mid_run:
+        actual = actual[: len(expected)]
+    elif recording.end == "error" and error is not None and len(actual) == len(expected):
+        error = None  # the recorded run failed at this point too
     divergence = _first_divergence(expected, actual, error, lengths=unreplayable is None)
     changed = answers.changed_arguments[0] if answers.changed_arguments else None
     if changed is not None and (divergence is None or (divergence.step or 0) > (changed.step or 0)):
@@ -232,6 +279,17 @@ def _first_divergence(
         findings = comparison.add(record)
         if findings:
             return findings[0]
+    if lengths and len(actual) > len(expected):  # it runs on where the recorded run ended
+        extra = actual[len(expected)]
+        return Finding(
+            kind="trajectory",
+            step=extra.step,
+            checkpoint_id=extra.checkpoint_id,
+            reference_checkpoint_id=expected[-1].checkpoint_id if expected else "",
+            node=",".join(extra.nodes) or None,
+            expected=f"{len(expected)} checkpoints",
+            actual=f"{len(actual)} checkpoints",
+        )
     if lengths and (len(actual) != len(expected) or error is not None):
         at = min(len(actual), len(expected))
         reference = expected[at] if at < len(expected) else expected[-1]
@@ -258,7 +316,8 @@ def describe(result: ReplayResult) -> str:
         return f"{result.thread_id}: cannot be replayed: {result.unreplayable}"
     finding = result.divergence
     if finding is None:
-        return f"{result.thread_id}: replays as recorded ({result.checkpoints} checkpoints)"
+        where = ", where the recording ends mid-run" if result.ends_mid_run else ""
+        return f"{result.thread_id}: replays as recorded ({result.checkpoints} checkpoints{where})"
     where = ", ".join(
         part
         for part in (

@@ -423,6 +423,7 @@ def replay_command(
                 replayed=r.replayed,
                 model_calls=r.model_calls,
                 tool_calls=r.tool_calls,
+                ends_mid_run=r.ends_mid_run,
                 divergence=r.divergence,
                 unreplayable=r.unreplayable,
                 summary=replay.describe(r),

@@ -282,6 +282,9 @@ class ReplayRow(BaseModel):
     """Model calls answered from the recording."""
     tool_calls: int
     """Tool calls answered from the recording."""
+    ends_mid_run: bool = False
+    """The recording stops where its run did not (a killed process, a run still going): only
+    the recorded checkpoints are compared."""
     divergence: Finding | None = None
     """The first divergence (content-free), if any."""
     unreplayable: str | None = None
