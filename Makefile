@@ -62,7 +62,7 @@ postgres-server:
 test: venv postgres-server tools lint $(SUITE_STAMP)
 	$(BIN)/pytest $(PYTEST_ARGS)
 	$(BIN)/python scripts/langgraph_suite/run.py $(LANGGRAPH_SUITE_ARGS)
-	$(BIN)/python scripts/langgraph_versions/run.py $(LANGGRAPH_VERSIONS_ARGS)
+	$(BIN)/python scripts/langgraph_versions/run.py --skip-same $(LANGGRAPH_VERSIONS_ARGS)
 
 ## langgraph-suite: LangGraph's own tests (from the sdist of the installed langgraph) with every
 ## checkpointer fixture wrapped by instrument(), on memory, SQLite, PostgreSQL and Redis;

@@ -16,6 +16,11 @@ library supports, each in its own virtual environment.
    and Redis servers the test fixtures start themselves. Under ``CI=true`` a skipped test is a
    failure (tests/conftest.py).
 
+With ``--skip-same``, as ``make test`` runs it after the project suite: an environment that
+resolved exactly the versions of the running ``.venv`` (every distribution in ``REPORTED``) has
+its tests not run again, since that suite has just run them on those versions; it is said so.
+Usually the newest one: ``.venv`` also resolves to the newest releases.
+
 Quick when the environments exist: an environment is reinstalled only when pyproject.toml, its
 constraint file or requirements.txt changed (a stamp in the venv holds their digest), and the
 newest one also once a day (``NEWEST_MAX_AGE``) or with ``--refresh``, to pick up new releases.
@@ -207,6 +212,14 @@ def resolve(env: Env) -> None:
     log(f"{env.name}: resolved\n{lines}")
 
 
+def same_as_running(env: Env) -> bool:
+    """Whether `env` resolved every reported distribution as the running interpreter has it."""
+    proc = subprocess.run(
+        [sys.executable, "-c", RESOLVE, *REPORTED], capture_output=True, text=True, check=True
+    )
+    return bool(env.resolved) and env.resolved == json.loads(proc.stdout)
+
+
 def test(env: Env, tests: list[str], pytest_args: list[str]) -> bool:
     args, keyword = _without_keyword(pytest_args)
     if env.deselect:
@@ -261,6 +274,11 @@ def main() -> int:
         "--refresh", action="store_true", help="reinstall even when the stamp is current"
     )
     parser.add_argument(
+        "--skip-same",
+        action="store_true",
+        help="do not run the tests again in an environment that resolved what .venv has",
+    )
+    parser.add_argument(
         "--install-only", action="store_true", help="create/update the environments only"
     )
     parser.add_argument("pytest_args", nargs="*", help="extra pytest arguments (after --)")
@@ -282,7 +300,11 @@ def main() -> int:
                 ok = False
                 continue
             resolve(env)
-            if not args.install_only:
+            if args.skip_same and same_as_running(env):
+                env.result = f"same versions as {Path(sys.prefix).name}: its suite ran them"
+                log(f"{env.name}: resolved the versions of {sys.prefix}, whose suite has run "
+                    "these tests: not run again")  # fmt: skip
+            elif not args.install_only:
                 ok = test(env, args.tests, args.pytest_args) and ok
     summary(envs)
     return 0 if ok else 1
