@@ -119,3 +119,32 @@ def test_every_internal_the_library_reads_is_found_on_the_installed_langgraph(
         "main.create_checkpoint",
     ], proc.stderr
     assert report["delta_types"] == [True, True], "DeltaChannel or _DeltaSnapshot not found"
+
+
+def test_a_graph_with_an_async_def_node_in_a_subgraph_is_known_to_run_only_async() -> None:
+    from typing import Any, TypedDict
+
+    from langgraph.graph import START, StateGraph
+
+    import agents
+    from langgraph.checkpoint.otel._langgraph.graph import runs_only_async
+
+    class State(TypedDict):
+        n: int
+
+    def sync_node(state: State) -> dict[str, Any]:
+        return {"n": state["n"] + 1}
+
+    async def async_node(state: State) -> dict[str, Any]:
+        return {"n": state["n"] + 1}
+
+    def graph_of(node: Any, name: str) -> Any:
+        builder = StateGraph(State)
+        builder.add_node(name, node)
+        builder.add_edge(START, name)
+        return builder.compile()
+
+    inner = graph_of(async_node, "inner")
+    assert runs_only_async(graph_of(inner, "outer"))  # found through the subgraph
+    assert not runs_only_async(graph_of(graph_of(sync_node, "inner"), "outer"))
+    assert not runs_only_async(agents.langchain_agent(None))  # sync and async bodies

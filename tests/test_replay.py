@@ -6,6 +6,7 @@ at the step where the changed code first ran."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import sqlite3
 from collections.abc import Callable, Iterator
@@ -13,8 +14,10 @@ from pathlib import Path
 from typing import Any, TypedDict
 
 import pytest
+from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.checkpoint.sqlite import SqliteSaver
-from langgraph.graph import END, START, StateGraph
+from langgraph.graph import END, START, MessagesState, StateGraph
+from langgraph.prebuilt import ToolNode, tools_condition
 from langgraph.types import Command
 from opentelemetry.sdk.trace import TracerProvider
 from typer.testing import CliRunner
@@ -255,3 +258,36 @@ def test_a_recorded_run_that_failed_diverges_where_the_new_code_goes_on(
     result = replay_thread(quota_graph(None, 5), saver, "over")
     found = result.divergence
     assert found is not None and (found.kind, found.node) == ("trajectory", "check")
+
+
+def async_agent(checkpointer: Any, script: Any, tools: agents.Tools) -> Any:
+    """A tool-calling agent whose model node is `async def`: it runs only through `ainvoke`
+    and `astream`, as many production apps (the Agent Server, FastAPI) are written."""
+    model = agents.ScriptedChatModel(script=script)
+
+    async def agent(state: MessagesState) -> dict[str, Any]:
+        return {"messages": [await model.ainvoke(state["messages"])]}
+
+    builder = StateGraph(MessagesState)
+    builder.add_node("agent", agent)
+    builder.add_node("tools", ToolNode(tools.all()))
+    builder.add_edge(START, "agent")
+    builder.add_conditional_edges("agent", tools_condition)
+    builder.add_edge("tools", "agent")
+    return builder.compile(checkpointer=checkpointer)
+
+
+def test_an_async_only_graph_replays_through_ainvoke_without_a_model_or_a_tool(
+    tmp_path: Path,
+) -> None:
+    recorded = InMemorySaver()
+    graph = async_agent(
+        instrument(recorded, tracer_provider=TracerProvider()),
+        agents.travel_script(),
+        agents.Tools(),
+    )
+    asyncio.run(graph.ainvoke(agents.question(), agents.thread("async")))
+    tools = agents.Tools()
+    (result,) = assert_replays(async_agent(None, RAISING, tools), recorded, ["async"])
+    assert result.replayed == result.checkpoints and result.model_calls > 0
+    assert result.tool_calls > 0 and tools.ledger == []

@@ -4,6 +4,7 @@ the builder's node specs, its default error handler and LangGraph's own node run
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import dataclasses
 import typing
@@ -117,6 +118,29 @@ def static_interrupts(graph: Any) -> tuple[tuple[str, ...] | str, tuple[str, ...
         before if isinstance(before, str) else _node_names(before),
         after if isinstance(after, str) else _node_names(after),
     )
+
+
+def runs_only_async(graph: Any) -> bool:
+    """Whether a node of the compiled graph or of its subgraphs has only an async body (an
+    `async def` node, an async-only middleware hook): such a graph runs only through
+    `ainvoke`/`astream`."""
+    graphs = [graph]
+    with contextlib.suppress(Exception):  # a graph LangGraph cannot walk: its own nodes count
+        graphs += [subgraph for _, subgraph in graph.get_subgraphs(recurse=True)]
+    return any(
+        _async_only(getattr(node, "bound", None))
+        for each in graphs
+        for node in (getattr(each, "nodes", None) or {}).values()
+    )
+
+
+def _async_only(runnable: Any) -> bool:
+    """A runnable with an async body and no sync one (LangGraph's `RunnableCallable`,
+    LangChain's `RunnableLambda`), or a sequence holding one."""
+    if getattr(runnable, "afunc", None) is not None and getattr(runnable, "func", None) is None:
+        return True
+    steps = getattr(runnable, "steps", None)
+    return isinstance(steps, list | tuple) and any(_async_only(step) for step in steps)
 
 
 def state_fields(graph: Any) -> dict[str, tuple[Any, bool]]:

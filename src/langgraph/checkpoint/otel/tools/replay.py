@@ -5,7 +5,9 @@ then runs the current graph on a scratch in-memory saver, through the instrument
 (so its checkpoints get the same stored hashes as the recorded ones), giving it the
 recorded inputs and interrupt answers in order, with every chat-model call answered from the
 recorded model answers and every tool call from the recorded tool messages
-(`_langgraph.recorded_answers`): no model is called, no tool body runs. Each replayed
+(`_langgraph.recorded_answers`): no model is called, no tool body runs. A graph with nodes
+that only run async (`async def` nodes) replays through `ainvoke`, on an event loop of its
+own; any other through `invoke`. Each replayed
 checkpoint of the root graph is then compared with the recorded one at the same position
 (channel hashes, nodes, tool calls; `analysis.divergence.BranchComparison`) and the first
 divergence reported, content-free. A recording that ends mid-run (its process was killed, or
@@ -17,7 +19,9 @@ unreplayable, never guessed.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable, Sequence
+import asyncio
+from collections.abc import Callable, Collection, Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -27,7 +31,7 @@ from langgraph.types import Command
 from opentelemetry.sdk.trace import TracerProvider
 
 from langgraph.checkpoint.otel._langgraph.formats import NULL_TASK_ID
-from langgraph.checkpoint.otel._langgraph.graph import static_interrupts
+from langgraph.checkpoint.otel._langgraph.graph import runs_only_async, static_interrupts
 from langgraph.checkpoint.otel._langgraph.recorded_answers import (
     RecordedAnswers,
     Unanswered,
@@ -124,13 +128,12 @@ def replay_thread(
     )
     answers = RecordedAnswers.of(recording.tuples, run_tools)
     config = {"configurable": {"thread_id": thread_id}}
+    run = _async_runner(replaying) if runs_only_async(graph) else replaying.invoke
     error: str | None = None
     with answering(answers):
         for action in recording.actions:
             try:
-                replaying.invoke(
-                    Command(resume=action.resume) if action.is_resume else action.input, config
-                )
+                run(Command(resume=action.resume) if action.is_resume else action.input, config)
             except Exception as exc:
                 if recording.ends_mid_run and _root_line_length(scratch, thread_id) >= len(
                     recording.line
@@ -141,6 +144,17 @@ def replay_thread(
                 error = f"raised {type(exc).__name__}"  # the new code fails where it went on
                 break
     return _result(thread_id, recording, scratch, answers, error=error)
+
+
+def _async_runner(graph: Any) -> Callable[[Any, Any], Any]:
+    """`graph.ainvoke` as a blocking call, on an event loop of its own in a worker thread (so
+    it runs the same whether or not the caller is inside an event loop)."""
+
+    def run(given: Any, config: Any) -> Any:
+        with ThreadPoolExecutor(1, thread_name_prefix="replay") as pool:
+            return pool.submit(asyncio.run, graph.ainvoke(given, config)).result()
+
+    return run
 
 
 def _end_of(last: CheckpointTuple, graph: Any) -> ResumeKind:
