@@ -222,3 +222,26 @@ def test_the_run_span_every_put_and_the_stored_metadata_carry_the_graphs_structu
     assert {h for ns, h in by_namespace.items() if ns} == {inner}
     stored = [read_stored_telemetry(t.metadata) for t in stored_history(saver, config("t"))]
     assert {s.graph.structure_hash for s in stored if s and s.graph} == {root, inner}
+
+
+def test_the_new_graph_is_named_as_langgraph_json_names_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "new_release.py").write_text(
+        "from typing import TypedDict\n"
+        "from langgraph.graph import START, StateGraph\n\n"
+        "class State(TypedDict):\n    n: int\n\n"
+        "builder = StateGraph(State)\n"
+        "builder.add_node('step', lambda state: {'n': state['n'] + 1})\n"
+        "builder.add_edge(START, 'step')\n"
+        "compiled = builder.compile()\n\n"
+        "def factory():\n    return builder.compile()\n\n"
+        "def with_config(config):\n    return builder.compile()\n\n"
+        "async def async_factory():\n    return builder.compile()\n"
+    )
+    monkeypatch.chdir(tmp_path)  # importable from the current directory, as for langgraph dev
+    hashes = {
+        structure_of(compat.load_graph(f"new_release:{name}")).structure_hash  # type: ignore[union-attr]
+        for name in ("compiled", "builder", "factory", "with_config", "async_factory")
+    }
+    assert len(hashes) == 1

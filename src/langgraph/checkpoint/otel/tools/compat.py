@@ -8,12 +8,14 @@ one page of checkpoints plus a row per thread at risk.
 
 from __future__ import annotations
 
+import asyncio
 import importlib
+import inspect
 import os
 import sys
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -45,9 +47,10 @@ NO_STRUCTURE = "new channels: threads written without the stored graph structure
 
 
 def load_graph(spec: str) -> Any:
-    """The compiled graph `MODULE:ATTRIBUTE` names: the attribute itself, or what calling it
-    returns (with no argument, else with an empty config, as LangGraph's graph factories
-    take). The current directory is importable, as for `langgraph dev`."""
+    """The compiled graph `MODULE:ATTRIBUTE` names, as `langgraph.json` names one: the
+    attribute itself, or what calling it returns (with no argument, else with an empty config;
+    an async factory is awaited), compiled when it is a `StateGraph` builder. The current
+    directory is importable, as for `langgraph dev`."""
     module_name, _, attribute = spec.partition(":")
     if not module_name or not attribute:
         raise SourceError(f"{spec}: not MODULE:FACTORY")
@@ -60,6 +63,10 @@ def load_graph(spec: str) -> Any:
                 made = made()
             except TypeError:
                 made = made({})
+        if inspect.isawaitable(made):
+            made = asyncio.run(_awaited(made))
+        if not hasattr(made, "get_graph") and callable(getattr(made, "compile", None)):
+            made = made.compile()
     except SourceError:
         raise
     except Exception as exc:
@@ -67,6 +74,10 @@ def load_graph(spec: str) -> Any:
     if not hasattr(made, "get_graph") or not hasattr(made, "channels"):
         raise SourceError(f"{spec}: returned {type(made).__name__}, not a compiled graph")
     return made
+
+
+async def _awaited(awaitable: Awaitable[Any]) -> Any:
+    return await awaitable
 
 
 @dataclass
