@@ -237,13 +237,18 @@ def quota_graph(checkpointer: Any, limit: int) -> Any:
     return builder.compile(checkpointer=checkpointer)
 
 
-def test_a_recorded_run_that_failed_replays_as_recorded_when_the_code_fails_alike(
-    saver: SqliteSaver,
-) -> None:
+def record_over_quota(saver: SqliteSaver) -> None:
+    """Thread ``over``: a run whose `check` node failed (limit 0), recorded."""
     with pytest.raises(ValueError):
         quota_graph(instrument(saver, tracer_provider=TracerProvider()), 0).invoke(
             {"count": 0}, agents.thread("over")
         )
+
+
+def test_a_recorded_run_that_failed_replays_as_recorded_when_the_code_fails_alike(
+    saver: SqliteSaver,
+) -> None:
+    record_over_quota(saver)
     (result,) = assert_replays(quota_graph(None, 0), saver, ["over"])
     assert result.replayed == result.checkpoints and not result.ends_mid_run
 
@@ -251,10 +256,7 @@ def test_a_recorded_run_that_failed_replays_as_recorded_when_the_code_fails_alik
 def test_a_recorded_run_that_failed_diverges_where_the_new_code_goes_on(
     saver: SqliteSaver,
 ) -> None:
-    with pytest.raises(ValueError):
-        quota_graph(instrument(saver, tracer_provider=TracerProvider()), 0).invoke(
-            {"count": 0}, agents.thread("over")
-        )
+    record_over_quota(saver)
     result = replay_thread(quota_graph(None, 5), saver, "over")
     found = result.divergence
     assert found is not None and (found.kind, found.node) == ("trajectory", "check")
