@@ -293,3 +293,19 @@ def test_an_async_only_graph_replays_through_ainvoke_without_a_model_or_a_tool(
     (result,) = assert_replays(async_agent(None, RAISING, tools), recorded, ["async"])
     assert result.replayed == result.checkpoints and result.model_calls > 0
     assert result.tool_calls > 0 and tools.ledger == []
+
+
+def test_a_run_continued_past_a_static_interrupt_replays_as_recorded(saver: SqliteSaver) -> None:
+    # a person approves each tool step (interrupt_before), the run continued with invoke(None)
+    graph = agents.react_agent(
+        instrument(saver, tracer_provider=TracerProvider()), interrupt_before=["tools"]
+    )
+    config = agents.thread("approved")
+    graph.invoke(agents.question(), config)
+    while graph.get_state(config).next:
+        graph.invoke(None, config)
+    tools = agents.Tools()
+    replaying = agents.react_agent(None, script=RAISING, tools=tools, interrupt_before=["tools"])
+    (result,) = assert_replays(replaying, saver, ["approved"])
+    assert result.replayed == result.checkpoints and result.tool_calls > 0
+    assert tools.ledger == []

@@ -92,6 +92,8 @@ class _Action:
     input: Any = None
     resume: Any = None
     is_resume: bool = False
+    written_before: int = 0
+    """Root checkpoints the recorded thread had stored when it was given this."""
 
 
 @dataclass
@@ -131,9 +133,20 @@ def replay_thread(
     run = _async_runner(replaying) if runs_only_async(graph) else replaying.invoke
     error: str | None = None
     with answering(answers):
-        for action in recording.actions:
+        for action in [*recording.actions, None]:
             try:
-                run(Command(resume=action.resume) if action.is_resume else action.input, config)
+                # a run stopped at a static interrupt (interrupt_before/after) was continued
+                # with invoke(None), which stores nothing of its own: continue alike
+                written_before = action.written_before if action else len(recording.line)
+                while _root_line_length(scratch, thread_id) < written_before:
+                    stopped = _root_line_length(scratch, thread_id)
+                    if not _at_static_stop(replaying, config):
+                        break
+                    run(None, config)
+                    if _root_line_length(scratch, thread_id) == stopped:
+                        break
+                if action is not None:
+                    run(Command(resume=action.resume) if action.is_resume else action.input, config)
             except Exception as exc:
                 if recording.ends_mid_run and _root_line_length(scratch, thread_id) >= len(
                     recording.line
@@ -155,6 +168,13 @@ def _async_runner(graph: Any) -> Callable[[Any, Any], Any]:
             return pool.submit(asyncio.run, graph.ainvoke(given, config)).result()
 
     return run
+
+
+def _at_static_stop(graph: Any, config: Any) -> bool:
+    """Whether the replayed run stopped with nodes to run and no `interrupt()` waiting: a
+    static interrupt, which `invoke(None)` continues."""
+    state = graph.get_state(config)
+    return bool(state.next) and not state.interrupts
 
 
 def _end_of(last: CheckpointTuple, graph: Any) -> ResumeKind:
@@ -198,20 +218,22 @@ def _read(saver: BaseCheckpointSaver[Any], thread_id: str) -> _Recording:
             "durability 'exit', or pruned)"
         )
         return recording
-    for tup in line:
+    for position, tup in enumerate(line):
         source = (tup.metadata or {}).get("source")
         if source == "update":
             recording.problem = "an update_state in the recorded line"
             return recording
         if source == "input":
-            recording.actions.append(_Action(input=_recorded_input(tup)))
+            recording.actions.append(_Action(_recorded_input(tup), written_before=position))
         resumes = [w for w in tup.pending_writes or () if w[1] == RESUME_CHANNEL]
         given = [w for w in resumes if w[0] == NULL_TASK_ID]  # Command(resume=value)
         if resumes and not given:  # Command(resume={interrupt id: value, ...})
             recording.problem = "a resume answering interrupts by id"
             return recording
         if given:
-            recording.actions.append(_Action(resume=given[-1][2], is_resume=True))
+            recording.actions.append(
+                _Action(resume=given[-1][2], is_resume=True, written_before=position + 1)
+            )
     return recording
 
 
