@@ -309,3 +309,18 @@ def test_a_run_continued_past_a_static_interrupt_replays_as_recorded(saver: Sqli
     (result,) = assert_replays(replaying, saver, ["approved"])
     assert result.replayed == result.checkpoints and result.tool_calls > 0
     assert tools.ledger == []
+
+
+def test_a_thread_forked_back_in_time_replays_its_line_as_recorded(saver: SqliteSaver) -> None:
+    # the first run finished; then the user went back to the first tool step and ran on from
+    # there (time travel): the thread's line is the fork's, the first run a branch left beside
+    graph = agents.react_agent(instrument(saver, tracer_provider=TracerProvider()))
+    config = agents.thread("forked")
+    graph.invoke(agents.question(), config)
+    tool_steps = [s for s in graph.get_state_history(config) if set(s.next) == {"tools"}]
+    graph.invoke(None, tool_steps[-1].config)  # the oldest
+    tools = agents.Tools()
+    (result,) = assert_replays(
+        agents.react_agent(None, script=RAISING, tools=tools), saver, ["forked"]
+    )
+    assert result.replayed == result.checkpoints and tools.ledger == []

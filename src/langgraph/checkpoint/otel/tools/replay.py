@@ -92,6 +92,8 @@ class _Action:
     input: Any = None
     resume: Any = None
     is_resume: bool = False
+    fork: bool = False
+    """Time travel: a run from the line's checkpoint before this one (`written_before` - 1)."""
     written_before: int = 0
     """Root checkpoints the recorded thread had stored when it was given this."""
 
@@ -138,17 +140,22 @@ def replay_thread(
                 # a run stopped at a static interrupt (interrupt_before/after) was continued
                 # with invoke(None), which stores nothing of its own: continue alike
                 written_before = action.written_before if action else len(recording.line)
-                while _root_line_length(scratch, thread_id) < written_before:
-                    stopped = _root_line_length(scratch, thread_id)
+                while len(_replayed_line(scratch, thread_id)) < written_before:
+                    stopped = len(_replayed_line(scratch, thread_id))
                     if not _at_static_stop(replaying, config):
                         break
                     run(None, config)
-                    if _root_line_length(scratch, thread_id) == stopped:
+                    if len(_replayed_line(scratch, thread_id)) == stopped:
                         break
-                if action is not None:
+                if action is not None and action.fork:
+                    line = _replayed_line(scratch, thread_id)
+                    if len(line) < action.written_before:
+                        break  # the replay never reached the checkpoint forked from
+                    run(None, line[action.written_before - 1].config)
+                elif action is not None:
                     run(Command(resume=action.resume) if action.is_resume else action.input, config)
             except Exception as exc:
-                if recording.ends_mid_run and _root_line_length(scratch, thread_id) >= len(
+                if recording.ends_mid_run and len(_replayed_line(scratch, thread_id)) >= len(
                     recording.line
                 ):
                     break  # past the end of the recording: nothing recorded to compare with
@@ -187,30 +194,35 @@ def _end_of(last: CheckpointTuple, graph: Any) -> ResumeKind:
     ).kind
 
 
-def _root_line_length(scratch: InMemorySaver, thread_id: str) -> int:
-    """Root checkpoints the replay has written so far."""
-    return sum(1 for _ in scratch.list(_root_config(thread_id)))
+def _replayed_line(scratch: InMemorySaver, thread_id: str) -> list[CheckpointTuple]:
+    """The replay's root line so far (see `_root_line`)."""
+    return _root_line(scratch.list({"configurable": {"thread_id": thread_id, "checkpoint_ns": ""}}))
 
 
-def _root_config(thread_id: str) -> Any:
-    return {"configurable": {"thread_id": thread_id, "checkpoint_ns": ""}}
-
-
-def _read(saver: BaseCheckpointSaver[Any], thread_id: str) -> _Recording:
-    """The thread's stored checkpoints (every namespace), its root line (the latest root
-    checkpoint's ancestors, oldest first) and what it was given along the line."""
-    tuples = stored_history(saver, {"configurable": {"thread_id": thread_id}})
+def _root_line(tuples: Iterable[CheckpointTuple]) -> list[CheckpointTuple]:
+    """The root graph's line among a thread's checkpoints: the latest root checkpoint and its
+    ancestors, oldest first (a branch left by time travel is not in it)."""
     root = {
         str(t.checkpoint["id"]): t
         for t in tuples
         if not (t.config.get("configurable") or {}).get("checkpoint_ns")
     }
     if not root:
-        return _Recording([], tuples, problem="no checkpoint stored")
+        return []
     line: list[CheckpointTuple] = [root[max(root)]]
     while (parent := _parent_id(line[-1])) is not None and parent in root:
         line.append(root[parent])
     line.reverse()
+    return line
+
+
+def _read(saver: BaseCheckpointSaver[Any], thread_id: str) -> _Recording:
+    """The thread's stored checkpoints (every namespace), its root line (the latest root
+    checkpoint's ancestors, oldest first) and what it was given along the line."""
+    tuples = stored_history(saver, {"configurable": {"thread_id": thread_id}})
+    line = _root_line(tuples)
+    if not line:
+        return _Recording([], tuples, problem="no checkpoint stored")
     recording = _Recording(line, tuples)
     if (line[0].metadata or {}).get("source") != "input":
         recording.problem = (
@@ -225,6 +237,8 @@ def _read(saver: BaseCheckpointSaver[Any], thread_id: str) -> _Recording:
             return recording
         if source == "input":
             recording.actions.append(_Action(_recorded_input(tup), written_before=position))
+        elif source == "fork" and position > 0:
+            recording.actions.append(_Action(fork=True, written_before=position))
         resumes = [w for w in tup.pending_writes or () if w[1] == RESUME_CHANNEL]
         given = [w for w in resumes if w[0] == NULL_TASK_ID]  # Command(resume=value)
         if resumes and not given:  # Command(resume={interrupt id: value, ...})
@@ -266,7 +280,7 @@ def _result(
     error: str | None = None,
 ) -> ReplayResult:
     expected = history_records(recording.line)
-    actual = history_records(list(scratch.list(_root_config(thread_id))))
+    actual = history_records(_replayed_line(scratch, thread_id))
     common = dict(
         thread_id=thread_id,
         checkpoints=len(expected),
