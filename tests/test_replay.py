@@ -25,7 +25,14 @@ from typer.testing import CliRunner
 import agents
 import packaged_agents
 import replay_app
-from langgraph.checkpoint.otel import ReplayFailed, assert_replays, instrument, replay_thread
+from langgraph.checkpoint.otel import (
+    ReplayFailed,
+    ReplayResult,
+    aassert_replays,
+    assert_replays,
+    instrument,
+    replay_thread,
+)
 from langgraph.checkpoint.otel.analysis.records import history_records
 from langgraph.checkpoint.otel.tools.inspector.cli import app
 
@@ -324,3 +331,21 @@ def test_a_thread_forked_back_in_time_replays_its_line_as_recorded(saver: Sqlite
         agents.react_agent(None, script=RAISING, tools=tools), saver, ["forked"]
     )
     assert result.replayed == result.checkpoints and tools.ledger == []
+
+
+def test_a_recording_on_an_async_saver_replays_from_inside_an_event_loop(tmp_path: Path) -> None:
+    from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
+
+    async def record_then_replay() -> list[ReplayResult]:
+        async with AsyncSqliteSaver.from_conn_string(str(tmp_path / "async.db")) as saver:
+            graph = async_agent(
+                instrument(saver, tracer_provider=TracerProvider()),
+                agents.travel_script(),
+                agents.Tools(),
+            )
+            await graph.ainvoke(agents.question(), agents.thread("served"))
+            return await aassert_replays(async_agent(None, RAISING, tools), saver, ["served"])
+
+    tools = agents.Tools()
+    (result,) = asyncio.run(record_then_replay())
+    assert result.replayed == result.checkpoints > 0 and tools.ledger == []

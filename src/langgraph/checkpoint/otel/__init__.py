@@ -79,6 +79,8 @@ if TYPE_CHECKING:
     from langgraph.checkpoint.otel.tools.replay import (
         ReplayFailed,
         ReplayResult,
+        aassert_replays,
+        areplay_thread,
         assert_replays,
         replay_thread,
     )
@@ -123,7 +125,9 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "ReplayFailed": ("tools.replay", "ReplayFailed"),
     "ReplayResult": ("tools.replay", "ReplayResult"),
     "assert_replays": ("tools.replay", "assert_replays"),
+    "aassert_replays": ("tools.replay", "aassert_replays"),
     "replay_thread": ("tools.replay", "replay_thread"),
+    "areplay_thread": ("tools.replay", "areplay_thread"),
     # Span and metric files (OTLP/JSON lines)
     "OtlpJsonSpanExporter": ("tools.otlp_json", "OtlpJsonSpanExporter"),
     "OtlpJsonMetricExporter": ("tools.otlp_json", "OtlpJsonMetricExporter"),
@@ -159,8 +163,10 @@ __all__ = [
     "SpanRecord",
     "ToolKeySpanProcessor",
     "__version__",
+    "aassert_replays",
     "acheck_resume",
     "add_tool_key_processor",
+    "areplay_thread",
     "assert_replays",
     "astored_history",
     "check_resume",

@@ -53,7 +53,7 @@ from langgraph.checkpoint.otel.analysis.records import (
     unseen_delta_channels,
 )
 from langgraph.checkpoint.otel.core.instrument import instrument
-from langgraph.checkpoint.otel.core.saver import stored_history
+from langgraph.checkpoint.otel.core.saver import astored_history, stored_history
 from langgraph.checkpoint.otel.options import DivergencePolicy
 
 START_CHANNEL = "__start__"
@@ -122,7 +122,27 @@ def replay_thread(
 ) -> ReplayResult:
     """Replay one recorded thread of `saver` against `graph` (see the module docstring).
     `run_tools` names tools that run for real (handoffs, sub-agent delegation)."""
-    recording = _read(saver, thread_id)
+    tuples = stored_history(saver, {"configurable": {"thread_id": thread_id}})
+    return _replay(graph, tuples, thread_id, run_tools)
+
+
+async def areplay_thread(
+    graph: Any,
+    saver: BaseCheckpointSaver[Any],
+    thread_id: str,
+    run_tools: Collection[str] = (),
+) -> ReplayResult:
+    """The async twin of `replay_thread`, for async savers (`AsyncPostgresSaver`,
+    `AsyncSqliteSaver`): the recording is read through the saver's async API, and the replay
+    runs in a worker thread."""
+    tuples = await astored_history(saver, {"configurable": {"thread_id": thread_id}})
+    return await asyncio.to_thread(_replay, graph, tuples, thread_id, run_tools)
+
+
+def _replay(
+    graph: Any, tuples: list[CheckpointTuple], thread_id: str, run_tools: Collection[str]
+) -> ReplayResult:
+    recording = _read(tuples)
     if recording.problem is not None:
         return ReplayResult(thread_id, len(recording.line), unreplayable=recording.problem)
     recording.end = _end_of(recording.line[-1], graph)
@@ -216,10 +236,9 @@ def _root_line(tuples: Iterable[CheckpointTuple]) -> list[CheckpointTuple]:
     return line
 
 
-def _read(saver: BaseCheckpointSaver[Any], thread_id: str) -> _Recording:
-    """The thread's stored checkpoints (every namespace), its root line (the latest root
+def _read(tuples: list[CheckpointTuple]) -> _Recording:
+    """A thread's stored checkpoints (every namespace), its root line (the latest root
     checkpoint's ancestors, oldest first) and what it was given along the line."""
-    tuples = stored_history(saver, {"configurable": {"thread_id": thread_id}})
     line = _root_line(tuples)
     if not line:
         return _Recording([], tuples, problem="no checkpoint stored")
@@ -392,7 +411,20 @@ def assert_replays(
     """Replay each recorded thread (`replay_thread`) and raise `ReplayFailed`, naming each
     divergence and each thread that cannot be replayed, unless all replay as recorded: a
     deploy gate in a test suite, over a copy of production checkpoints."""
-    results = [replay_thread(graph, saver, t, run_tools) for t in thread_ids]
+    return _all_replayed([replay_thread(graph, saver, t, run_tools) for t in thread_ids])
+
+
+async def aassert_replays(
+    graph: Any,
+    saver: BaseCheckpointSaver[Any],
+    thread_ids: Iterable[str],
+    run_tools: Collection[str] = (),
+) -> list[ReplayResult]:
+    """The async twin of `assert_replays`, for async savers (see `areplay_thread`)."""
+    return _all_replayed([await areplay_thread(graph, saver, t, run_tools) for t in thread_ids])
+
+
+def _all_replayed(results: list[ReplayResult]) -> list[ReplayResult]:
     failed = [r for r in results if not r.ok]
     if failed:
         raise ReplayFailed("\n".join(describe(r) for r in failed))
