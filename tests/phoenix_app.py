@@ -2,7 +2,7 @@
 ``test_phoenix.py`` (and ``scripts/phoenix_screenshots.py``), one process per run.
 
     python phoenix_app.py sqlite:<path> ENDPOINT INSTANCE ACTION THREAD
-        [--crash-step K] [--fork-step K] [--project NAME] [--spans-file FILE]
+        [--crash-step K] [--fork-step K] [--release 1|2] [--project NAME] [--spans-file FILE]
 
 The agent is `agents.react_agent` (`langgraph.prebuilt.create_react_agent` with the offline
 `ScriptedChatModel`: two rounds of parallel tool calls, then an answer) on a `SqliteSaver`,
@@ -16,7 +16,9 @@ ACTION ``run`` starts THREAD with fresh input; with ``--crash-step K`` the model
 runs at superstep K kills the process with SIGKILL (no exception, no cleanup, no flush).
 ``resume`` continues THREAD with ``invoke(None)``. ``fork`` travels back in time: it
 re-runs THREAD from the checkpoint of step ``--fork-step`` of the branch it finished on
-(``invoke(None, config with that checkpoint_id)``). ``--project`` names the Phoenix project
+(``invoke(None, config with that checkpoint_id)``). ``--release 2`` runs the agent's next
+release: its state gains a ``notes`` key (a new channel; nothing else changes).
+``--project`` names the Phoenix project
 (resource attribute ``openinference.project.name``; Phoenix's default project otherwise).
 ``--spans-file`` also writes every span, as it ends, to FILE (OTLP/JSON lines, what was sent:
 the test compares what Phoenix shows with it).
@@ -25,7 +27,8 @@ A run that ends prints one JSON line: ``{"thread", "action", "outcome", "tools",
 "from_checkpoint_id"}`` (``from_checkpoint_id``: the checkpoint a fork started from).
 
 `crash_resume_fork` drives the three processes of one thread (killed run, resume, fork), for
-the test and for ``scripts/phoenix_screenshots.py``.
+the test and for ``scripts/phoenix_screenshots.py``; `crash_then_upgrade` a killed run of
+release 1 resumed by release 2.
 """
 
 from __future__ import annotations
@@ -39,8 +42,9 @@ import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NotRequired
 
+from langgraph.prebuilt.chat_agent_executor import AgentState
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
@@ -61,6 +65,15 @@ FORK_STEP = 1
 """The fork re-runs the thread from the checkpoint after the model's first turn."""
 INSTANCES = ("killed", "resume", "fork")
 """The three processes of `crash_resume_fork`, in the order they run."""
+
+
+class NotedState(AgentState):
+    notes: NotRequired[list[str]]
+    """Release 2's new state key."""
+
+
+RELEASES: dict[str, dict[str, Any]] = {"1": {}, "2": {"state_schema": NotedState}}
+"""`agents.react_agent` keywords of each release."""
 
 
 @dataclass(frozen=True)
@@ -92,9 +105,33 @@ def crash_resume_fork(
         "resume": ["resume"],
         "fork": ["fork", "--fork-step", str(FORK_STEP)],
     }
+    return _run_in_turn(steps, endpoint, database, thread, files, project, env)
+
+
+def crash_then_upgrade(
+    endpoint: str, database: Path, thread: str, files: Path, *, project: str | None = None
+) -> dict[str, Process]:
+    """THREAD's run by release 1 killed at `CRASH_STEP` (``killed``), then resumed by release 2
+    (``upgraded``), as `crash_resume_fork` runs its processes."""
+    steps = {
+        "killed": ["run", "--crash-step", str(CRASH_STEP)],
+        "upgraded": ["resume", "--release", "2"],
+    }
+    return _run_in_turn(steps, endpoint, database, thread, files, project, None)
+
+
+def _run_in_turn(
+    steps: Mapping[str, list[str]],
+    endpoint: str,
+    database: Path,
+    thread: str,
+    files: Path,
+    project: str | None,
+    env: Mapping[str, str] | None,
+) -> dict[str, Process]:
+    """Each instance's process in turn (the one named ``killed`` must die by SIGKILL)."""
     done: dict[str, Process] = {}
-    for instance in INSTANCES:
-        action, *extra = steps[instance]
+    for instance, (action, *extra) in steps.items():
         spans_file = files / f"{instance}.jsonl"
         command = [sys.executable, str(Path(__file__)), f"sqlite:{database}", endpoint]
         command += [instance, action, thread, "--spans-file", str(spans_file), *extra]
@@ -151,6 +188,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("thread")
     parser.add_argument("--crash-step", type=int, default=None)
     parser.add_argument("--fork-step", type=int, default=1)
+    parser.add_argument("--release", choices=sorted(RELEASES), default="1")
     parser.add_argument("--project", default=None)
     parser.add_argument("--spans-file", default=None)
     args = parser.parse_args(argv)
@@ -159,8 +197,9 @@ def main(argv: list[str] | None = None) -> int:
     agents.crash_at_step(args.crash_step)
     try:
         with open_saver(args.backend) as saver:
-            graph = agents.react_agent(instrument(saver, tracer_provider=provider))
-            reader = agents.react_agent(saver)  # reads without spans: no part of a run
+            release = RELEASES[args.release]
+            graph = agents.react_agent(instrument(saver, tracer_provider=provider), **release)
+            reader = agents.react_agent(saver, **release)  # reads without spans: not in a run
             config: dict[str, Any] = agents.thread(args.thread)
             graph_input: Any = None
             from_checkpoint_id = None

@@ -305,3 +305,47 @@ def test_the_tools_of_the_killed_step_ran_again_on_resume(thread: Thread) -> Non
     assert resumed["outcome"] == "finished"
     assert resumed["tools"] == ["lookup", "search", "book", "send_email"]
     assert thread.resume_span("resume")["attributes"][names.RESUME_TASKS] == ["tools"]
+
+
+# --------------------------------------------------------------------------------------------
+# a new release resuming the thread
+# --------------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def upgraded(
+    phoenix_server: PhoenixServer, tmp_path_factory: pytest.TempPathFactory
+) -> dict[str, list[dict[str, Any]]]:
+    """A run of release 1 killed mid-run, resumed by release 2 (a new state key): each
+    process's spans as Phoenix serves them, in a project of their own."""
+    files = tmp_path_factory.mktemp("phoenix-upgrade")
+    project = f"test-phoenix-upgrade-{uuid.uuid4().hex[:8]}"
+    processes = phoenix_app.crash_then_upgrade(
+        phoenix_server.otlp_traces_endpoint,
+        files / "agent.sqlite",
+        "upgraded-thread",
+        files,
+        project=project,
+    )
+    sent = {name: read_spans(p.spans_file) for name, p in processes.items()}
+    spans = wait_for_spans(phoenix_server, project, {s.span_id for v in sent.values() for s in v})
+    return {
+        name: [s for s in spans if s["context"]["trace_id"] in {r.trace_id for r in records}]
+        for name, records in sent.items()
+    }
+
+
+def test_the_resume_by_a_new_release_shows_in_phoenix_what_changed_in_the_graph(
+    upgraded: dict[str, list[dict[str, Any]]],
+) -> None:
+    (written_under,) = {
+        s["attributes"][names.GRAPH_STRUCTURE_HASH]
+        for s in upgraded["killed"]
+        if s["name"] == names.SPAN_PUT
+    }
+    (resume,) = [s for s in upgraded["upgraded"] if s["name"] == names.SPAN_RESUME]
+    (changed,) = [e for e in resume["events"] if e["name"] == names.EVENT_GRAPH_CHANGED]
+    assert changed["attributes"][names.GRAPH_CHANNELS_ADDED] == ["notes"]
+    assert changed["attributes"][names.GRAPH_WRITTEN_STRUCTURE_HASH] == written_under
+    assert resume["attributes"][names.GRAPH_STRUCTURE_HASH] not in ("", written_under)
+    assert resume["attributes"][names.RESUME_KIND] == "crash"
