@@ -157,16 +157,8 @@ def _replay(
     with answering(answers):
         for action in [*recording.actions, None]:
             try:
-                # a run stopped at a static interrupt (interrupt_before/after) was continued
-                # with invoke(None), which stores nothing of its own: continue alike
-                written_before = action.written_before if action else len(recording.line)
-                while len(_replayed_line(scratch, thread_id)) < written_before:
-                    stopped = len(_replayed_line(scratch, thread_id))
-                    if not _at_static_stop(replaying, config):
-                        break
-                    run(None, config)
-                    if len(_replayed_line(scratch, thread_id)) == stopped:
-                        break
+                until = action.written_before if action else len(recording.line)
+                _continue_static_stops(run, replaying, scratch, config, until)
                 if action is not None and action.fork:
                     line = _replayed_line(scratch, thread_id)
                     if len(line) < action.written_before:
@@ -197,11 +189,22 @@ def _async_runner(graph: Any) -> Callable[[Any, Any], Any]:
     return run
 
 
-def _at_static_stop(graph: Any, config: Any) -> bool:
-    """Whether the replayed run stopped with nodes to run and no `interrupt()` waiting: a
-    static interrupt, which `invoke(None)` continues."""
-    state = graph.get_state(config)
-    return bool(state.next) and not state.interrupts
+def _continue_static_stops(
+    run: Callable[[Any, Any], Any], graph: Any, scratch: InMemorySaver, config: Any, until: int
+) -> None:
+    """Continue the replay with `invoke(None)` while it is stopped at a static interrupt
+    (`interrupt_before`/`interrupt_after`) short of `until` root checkpoints: the recorded run
+    was continued so, and such a continuation stores nothing of its own to read it from."""
+    thread_id = config["configurable"]["thread_id"]
+    length = len(_replayed_line(scratch, thread_id))
+    while length < until:
+        state = graph.get_state(config)
+        if not state.next or state.interrupts:  # finished, or an interrupt() waits
+            return
+        run(None, config)
+        length, before = len(_replayed_line(scratch, thread_id)), length
+        if length == before:
+            return
 
 
 def _end_of(last: CheckpointTuple, graph: Any) -> ResumeKind:
