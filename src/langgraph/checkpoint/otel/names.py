@@ -213,6 +213,18 @@ DIVERGENCE_NODE: Final = "langgraph.divergence.node"
 DIVERGENCE_CHANNEL: Final = "langgraph.divergence.channel"
 DIVERGENCE_EXPECTED: Final = "langgraph.divergence.expected"
 DIVERGENCE_ACTUAL: Final = "langgraph.divergence.actual"
+DIVERGENCE_TOOL: Final = "langgraph.divergence.tool"
+"""The tool of a tool-call finding (`tool_arguments`, `duplicate_tool_call`,
+`repeated_side_effect`)."""
+DIVERGENCE_ARGUMENTS: Final = "langgraph.divergence.arguments"
+"""String array: the names of the arguments whose values differ (`tool_arguments`,
+`repeated_side_effect`); names only, never values."""
+DIVERGENCE_GRAPH: Final = "langgraph.divergence.graph"
+"""The subgraph whose checkpoint revealed the finding, as its namespace without task ids
+(``billing_agent``); absent for the root graph."""
+DIVERGENCE_POLICY: Final = "langgraph.divergence.policy"
+"""On put and resume spans: the divergence policy the run applies, where it differs from the
+default, as compact JSON (`DivergencePolicy.stored`); offline commands apply it."""
 
 # --- metrics ----------------------------------------------------------------------------------
 METRIC_OPERATION_DURATION: Final = "langgraph.checkpoint.operation.duration"
@@ -256,11 +268,16 @@ META_GRAPH: Final = "graph"
 META_LINEAGE: Final = "lineage"
 """[checkpoints, written_bytes] of the checkpoint's line of ancestors, itself included."""
 META_TOOLS: Final = "tools"
-"""{"calls": [key, ...], "results": [key, ...]}: idempotency keys of the tool calls the
-checkpoint's step requested and answered, its subgraphs' included (present when there were any)."""
+"""{"calls": [key, ...], "results": [key, ...], "args": {key: {argument: hash}}}: idempotency
+keys of the tool calls the checkpoint's step requested and answered, its subgraphs' included
+(present when there were any), and short hashes of each call's arguments (names which
+arguments differ between two calls)."""
 META_RUN_TOOLS: Final = "run_tools"
 """(a subgraph's checkpoints) {"calls", "results"} of the subgraph's run up to the checkpoint:
 what a resumed run of the subgraph continues from."""
+META_POLICY: Final = "policy"
+"""The divergence policy the writer ran with, where it differs from the default
+(`DivergencePolicy.stored`: e.g. {"repeatable_tools": [...]}); offline commands apply it."""
 META_CARRIER_KEYS: Final = ("traceparent", "tracestate")
 """W3C trace context of the put span that wrote the checkpoint (never baggage)."""
 META_FORMAT_VERSION: Final = 2

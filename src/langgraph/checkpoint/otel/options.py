@@ -41,13 +41,29 @@ def _did_you_mean(name: str, candidates: Iterable[str]) -> str:
     return f"; did you mean {nearest!r}?" if nearest else ""
 
 
-DivergenceKind = Literal["state", "trajectory", "duplicate_tool_call", "concurrent_write"]
+DivergenceKind = Literal[
+    "state",
+    "trajectory",
+    "tool_arguments",
+    "duplicate_tool_call",
+    "repeated_side_effect",
+    "concurrent_write",
+]
 DETECTORS: tuple[DivergenceKind, ...] = (
     "state",
     "trajectory",
+    "tool_arguments",
     "duplicate_tool_call",
+    "repeated_side_effect",
     "concurrent_write",
 )
+
+
+CONTROL_TOOLS = frozenset({"transfer_to_*", "transfer_back_to_*", "task"})
+"""Handoff and delegation tools of langgraph-supervisor and langgraph-swarm
+(``transfer_to_<agent>``, ``transfer_back_to_<supervisor>``) and deepagents (``task``): they move
+control to another agent and have no side effect of their own, so running them again is not a
+duplicate, and `replay` runs them for real (they route with LangGraph `Command`s)."""
 
 
 class DivergencePolicy(BaseModel):
@@ -99,18 +115,74 @@ class DivergencePolicy(BaseModel):
     """Tools safe to run again with the same arguments (read-only lookups, a multi-agent
     harness's handoffs): never reported as `duplicate_tool_call`. A name may be a shell-style
     pattern (``transfer_to_*``)."""
+    control_tools: frozenset[str] = CONTROL_TOOLS
+    """Handoff and delegation tools (names or shell-style patterns): repeatable, and run for
+    real by `replay`. The default names those of langgraph-supervisor, langgraph-swarm and
+    deepagents (`CONTROL_TOOLS`); ``frozenset()`` declares none."""
     window: int = Field(default=50, ge=1, le=10_000)
     """At most this many checkpoints after the fork point are compared."""
 
     def is_repeatable(self, tool: str) -> bool:
-        """Whether `tool` is declared safe to run again (by name or pattern)."""
-        if tool in self.repeatable_tools:
-            return True
-        return any(
-            fnmatch.fnmatchcase(tool, pattern)
-            for pattern in self.repeatable_tools
-            if any(c in pattern for c in "*?[")
+        """Whether `tool` is declared safe to run again (by name or pattern), a control tool
+        included."""
+        return matches_any(tool, self.repeatable_tools) or self.is_control(tool)
+
+    def is_control(self, tool: str) -> bool:
+        """Whether `tool` is a handoff or delegation tool (`control_tools`)."""
+        return matches_any(tool, self.control_tools)
+
+    @property
+    def stored(self) -> dict[str, Any]:
+        """The fields that differ from the default, JSON-compatible (sets as sorted lists):
+        what checkpoints and spans carry of the policy a run applies ({} for the default)."""
+        default = _DEFAULT_FIELDS
+        out: dict[str, Any] = {}
+        for name in _STORED_FIELDS:
+            value = getattr(self, name)
+            if value != default[name]:
+                out[name] = sorted(value) if isinstance(value, frozenset) else value
+        return out
+
+    @classmethod
+    def from_stored(cls, stored: Mapping[str, Any]) -> DivergencePolicy:
+        """The policy a stored value (`stored`) describes; fields that are unknown or do not
+        validate are left at their default (stored data never fails a reader)."""
+        policy = cls()
+        for name in _STORED_FIELDS:
+            if name in stored:
+                try:
+                    policy = cls(**{**policy.model_dump(), name: stored[name]})
+                except ValueError:
+                    continue
+        return policy
+
+    def adding(self, other: DivergencePolicy) -> DivergencePolicy:
+        """This policy with `other`'s declarations added: repeatable tools and ignored
+        channels united (what an offline command's flags do to the stored policy)."""
+        return self.model_copy(
+            update={
+                "repeatable_tools": self.repeatable_tools | other.repeatable_tools,
+                "ignore_channels": self.ignore_channels | other.ignore_channels,
+            }
         )
+
+
+_STORED_FIELDS = (
+    "detectors",
+    "ignore_channels",
+    "compare_tool_args",
+    "repeatable_tools",
+    "control_tools",
+)
+"""What a stored policy carries (`window` bounds the online watch only)."""
+_DEFAULT_FIELDS = {name: field.default for name, field in DivergencePolicy.model_fields.items()}
+
+
+def matches_any(name: str, patterns: Iterable[str]) -> bool:
+    """Whether `name` is one of `patterns` or matches one of the shell-style ones."""
+    if name in patterns:
+        return True
+    return any(fnmatch.fnmatchcase(name, p) for p in patterns if any(c in p for c in "*?["))
 
 
 class InstrumentOptions(BaseModel):

@@ -87,6 +87,14 @@ def triggered_nodes(channel_values: Mapping[str, Any]) -> set[str]:
     return nodes
 
 
+def graph_key(namespace: str) -> str:
+    """A graph's namespace without its task ids: ``researcher:1f2|agent:9c`` ->
+    ``researcher|agent`` (the same subgraph in every run and on every branch)."""
+    return NAMESPACE_SEPARATOR.join(
+        part.partition(TASK_SEPARATOR)[0] for part in namespace.split(NAMESPACE_SEPARATOR) if part
+    )
+
+
 def parent_namespace(namespace: str) -> str:
     """The namespace of the graph that runs a subgraph (or a task) whose namespace is
     `namespace`: ``a:1|b:2`` -> ``a:1``, ``a:1`` -> ``""`` (the root graph)."""

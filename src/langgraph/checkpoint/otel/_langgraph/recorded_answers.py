@@ -7,17 +7,19 @@ LangChain internals, in one place: every chat model's calls go through
 next recorded answer of the graph it runs in (its namespace without task ids: the root graph,
 ``researcher`` for a supervisor's worker, ``tools`` for a sub-agent a tool runs), in the
 order they were recorded; a tool call gets the recorded `ToolMessage` of its call id (the
-model's recorded answers carry the recorded call ids). Tools named in `run_tools` (handoffs,
-sub-agent delegation: they return LangGraph `Command`s, not only a message) run for real,
-their own model and tool calls answered in turn.
+model's recorded answers carry the recorded call ids; a model that gives the same ids on every
+run, as some test doubles do, reuses them on a fork: the answers of one id are given in the
+order they were recorded). A tool call is first validated as the tool itself validates it, so
+arguments the new tool refuses fail as they would for real. Tools named in `run_tools`
+(handoffs, sub-agent delegation: they return LangGraph `Command`s, not only a message) run for
+real, their own model and tool calls answered in turn.
 """
 
 from __future__ import annotations
 
-import fnmatch
 import threading
 from collections import deque
-from collections.abc import Collection, Iterable, Iterator, Mapping
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -26,22 +28,19 @@ from langchain_core.language_models.chat_models import BaseChatModel
 from langchain_core.messages import AIMessage, ToolMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.tools import BaseTool
-from langgraph.checkpoint.serde.types import INTERRUPT
+from langgraph.checkpoint.serde.types import INTERRUPT, RESUME
 from langgraph.types import interrupt
 
-from langgraph.checkpoint.otel._langgraph.formats import NAMESPACE_SEPARATOR, parent_namespace
+from langgraph.checkpoint.otel._langgraph.formats import (
+    NAMESPACE_SEPARATOR,
+    graph_key,
+    parent_namespace,
+)
+from langgraph.checkpoint.otel.options import matches_any
 
 
 class Unanswered(Exception):
     """A model or tool call the recording holds no answer for."""
-
-
-def graph_key(namespace: str) -> str:
-    """A graph's namespace without its task ids: ``researcher:1f2|agent:9c`` ->
-    ``researcher|agent``."""
-    return NAMESPACE_SEPARATOR.join(
-        part.partition(":")[0] for part in namespace.split(NAMESPACE_SEPARATOR) if part
-    )
 
 
 @dataclass(frozen=True)
@@ -53,6 +52,8 @@ class ArgumentChange:
     recorded: Any
     called: Any
     step: int | None
+    graph: str = ""
+    """The graph the tool's node runs in (its namespace without task ids; "" the root)."""
 
 
 @dataclass
@@ -60,54 +61,65 @@ class RecordedAnswers:
     """What a thread's recording answers: model answers by graph, tool answers by call id."""
 
     models: dict[str, deque[AIMessage]] = field(default_factory=dict)
-    tools: dict[str, ToolMessage] = field(default_factory=dict)
+    tools: dict[str, list[ToolMessage]] = field(default_factory=dict)
+    """call id -> its distinct recorded answers, oldest first (a model that reuses call ids
+    reuses them on a fork: the n-th call of an id gets the n-th answer, or the last)."""
     run_tools: Collection[str] = ()
     """Tool names (or shell-style patterns) that run for real."""
-    interrupts: dict[str, Any] = field(default_factory=dict)
-    """call id -> the value the recorded tool call interrupted with (it was answered later)."""
+    interrupts: dict[str, list[Any]] = field(default_factory=dict)
+    """call id -> the distinct values the recorded tool call interrupted with (answered
+    later)."""
     parked: dict[str, list[Any]] = field(default_factory=dict)
     """graph -> values of recorded interrupts never answered (the thread is parked there)."""
-    requested: dict[str, Any] = field(default_factory=dict)
-    """call id -> the arguments the recorded model answer asked the tool for."""
+    requested: dict[str, list[Any]] = field(default_factory=dict)
+    """call id -> the distinct arguments the recorded model answers asked the tool for."""
     changed_arguments: list[ArgumentChange] = field(default_factory=list)
     model_calls: int = 0
     tool_calls: int = 0
+    _given: dict[str, int] = field(default_factory=dict)
+    """call id -> answers given so far (which branch's answer is next)."""
 
     @classmethod
     def of(cls, tuples: Iterable[Any], run_tools: Collection[str] = ()) -> RecordedAnswers:
         """The answers in a thread's stored checkpoints (every namespace): each task's writes
         on them, oldest checkpoint first. A write of AI messages alone is a model's answer;
-        AI messages written with tool messages (a handoff's synthetic pair) are not."""
+        AI messages written with tool messages (a handoff's synthetic pair, a parent's write
+        of its subgraph's messages) are not. A value written again (a parent writes its
+        subgraph's messages) is kept once per call id."""
         answers = cls(run_tools=run_tools)
         ordered = sorted(tuples, key=lambda t: str(t.checkpoint.get("id", "")))
         for tup in ordered:
             namespace = str((tup.config.get("configurable") or {}).get("checkpoint_ns") or "")
             interrupted: dict[str, Any] = {}
             answered: dict[str, str] = {}
+            went_on: set[str] = set()
             for task, channel, value in tup.pending_writes or ():
                 if channel == INTERRUPT:
                     interrupted[task] = _interrupt_value(value)
                     continue
+                if channel != RESUME:
+                    went_on.add(task)
                 messages = value if isinstance(value, list) else [value]
                 tool_messages = [m for m in messages if isinstance(m, ToolMessage)]
-                for message in tool_messages:
-                    answers.tools[message.tool_call_id] = message
-                    answered[task] = message.tool_call_id
                 ai = [m for m in messages if isinstance(m, AIMessage)]
+                for message in tool_messages:
+                    _add_distinct(answers.tools, message.tool_call_id, message, _content)
+                if len(tool_messages) == 1 and not ai:  # a tool call's own task
+                    answered[task] = tool_messages[0].tool_call_id
                 if ai and not tool_messages:
                     answers.models.setdefault(graph_key(namespace), deque()).extend(ai)
                 for answer in ai:
                     for call in answer.tool_calls:
-                        answers.requested[str(call.get("id"))] = call.get("args")
+                        _add_distinct(answers.requested, str(call.get("id")), call.get("args"))
             for task, asked in interrupted.items():
                 if task in answered:
-                    answers.interrupts[answered[task]] = asked
-                else:
+                    _add_distinct(answers.interrupts, answered[task], asked)
+                elif task not in went_on:  # (a node running a subgraph that interrupted went on)
                     answers.parked.setdefault(graph_key(namespace), []).append(asked)
         return answers
 
     def answer_model(self) -> AIMessage:
-        key = graph_key(parent_namespace(_current_namespace()))
+        key = _recorded_in(self.models, _current_graph())
         with _lock:
             queue = self.models.get(key)
             if not queue:
@@ -117,36 +129,84 @@ class RecordedAnswers:
             self.model_calls += 1
             return queue.popleft()
 
-    def answer_tool(self, name: str, call_id: str | None, arguments: Any) -> ToolMessage:
+    def answer_tool(self, tool: BaseTool, call_id: str | None, arguments: Any) -> ToolMessage:
         """The recorded answer; a call that interrupted when recorded interrupts again with
         the recorded value (LangGraph parks the replay there, and gives the recorded answer
         to the interrupt when the replay resumes)."""
+        name, key = tool.name, call_id or ""
         with _lock:
-            asked = self.interrupts.get(call_id or "", _NOTHING)
-            recorded = self.tools.get(call_id or "")
-            parked = self.parked.get(graph_key(parent_namespace(_current_namespace())))
-        if asked is _NOTHING and recorded is None and parked:
+            recorded = self.tools.get(key)
+            given = self._given.get(key, 0)
+            asked = _nth(self.interrupts.get(key), given, _NOTHING)
+            parked = self.parked.get(_recorded_in(self.parked, _current_graph()))
+        if asked is _NOTHING and not recorded and parked:
             asked = parked[0]
         if asked is not _NOTHING:
             interrupt(asked)
         with _lock:
-            if recorded is None:
+            if not recorded:
                 raise Unanswered(f"a call of tool {name!r} has no recorded answer")
             self.tool_calls += 1
-            requested = self.requested.get(call_id or "")
-            if isinstance(arguments, dict) and requested is not None and arguments != requested:
+            self._given[key] = given + 1
+            requested = _nth(self.requested.get(key), given, None)
+            called = _model_arguments(tool, arguments)
+            if isinstance(called, dict) and requested is not None and called != requested:
                 step = (_current_config().get("metadata") or {}).get("langgraph_step")
+                graph = _current_graph()
                 self.changed_arguments.append(
-                    ArgumentChange(name, str(call_id), requested, arguments, step)
+                    ArgumentChange(name, str(call_id), requested, called, step, graph)
                 )
-            return recorded
+            return _nth(recorded, given, None)
 
     def runs(self, tool: str) -> bool:
-        return any(fnmatch.fnmatchcase(tool, pattern) for pattern in self.run_tools)
+        return matches_any(tool, self.run_tools)
 
 
 _NOTHING: Any = object()
 _lock = threading.RLock()
+
+
+def _add_distinct(
+    into: dict[str, list[Any]], key: str, value: Any, same: Callable[[Any], Any] = repr
+) -> None:
+    """Append `value` to `into[key]` unless an equal one (by `same`) is there."""
+    values = into.setdefault(key, [])
+    if all(same(v) != same(value) for v in values):
+        values.append(value)
+
+
+def _content(message: ToolMessage) -> Any:
+    return (message.content, message.status)
+
+
+def _nth(values: list[Any] | None, index: int, default: Any) -> Any:
+    """`values[index]`, the last value past the end, `default` when there is none."""
+    if not values:
+        return default
+    return values[min(index, len(values) - 1)]
+
+
+def _model_arguments(tool: BaseTool, arguments: Any) -> Any:
+    """The arguments of a call as the model gave them: without those LangGraph injects (the
+    state, the store, the call id: not in the tool's call schema)."""
+    if not isinstance(arguments, dict):
+        return arguments
+    try:
+        fields = set(getattr(tool.tool_call_schema, "model_fields", {}) or {})
+    except Exception:  # a schema LangChain cannot build: compare what was given
+        return arguments
+    if not fields:
+        return arguments
+    return {k: v for k, v in arguments.items() if k in fields}
+
+
+def _validates(tool: BaseTool, arguments: Any, call_id: str | None) -> bool:
+    """Whether the tool accepts the arguments (its own validation, before its body runs)."""
+    try:
+        tool._parse_input(arguments, call_id)
+    except Exception:
+        return False
+    return True
 
 
 def _interrupt_value(written: Any) -> Any:
@@ -167,9 +227,20 @@ def _current_config() -> Mapping[str, Any]:
         return {}
 
 
-def _current_namespace() -> str:
+def _current_graph() -> str:
+    """The graph running the current task, as its namespace without task ids."""
     configurable: Mapping[str, Any] = _current_config().get("configurable") or {}
-    return str(configurable.get("checkpoint_ns") or "")
+    return graph_key(parent_namespace(str(configurable.get("checkpoint_ns") or "")))
+
+
+def _recorded_in(recorded: Mapping[str, Any], graph: str) -> str:
+    """The graph whose recorded answers a call in `graph` takes: its own, else the nearest
+    enclosing graph's that has some (a Functional API `@task` runs inside its entrypoint's
+    node, and its writes are stored with the entrypoint's graph)."""
+    key = graph
+    while key and key not in recorded:
+        key = key.rpartition(NAMESPACE_SEPARATOR)[0]
+    return key
 
 
 def _input(args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> Any:
@@ -205,14 +276,16 @@ def answering(answers: RecordedAnswers) -> Iterator[RecordedAnswers]:
             return False
 
         def run(self: BaseTool, *args: Any, **kwargs: Any) -> Any:
-            if answers.runs(self.name):
-                return tool_run(self, *args, **kwargs)
-            return answers.answer_tool(self.name, kwargs.get("tool_call_id"), _input(args, kwargs))
+            given, call_id = _input(args, kwargs), kwargs.get("tool_call_id")
+            if answers.runs(self.name) or not _validates(self, given, call_id):
+                return tool_run(self, *args, **kwargs)  # a refused call fails before the body
+            return answers.answer_tool(self, call_id, given)
 
         async def arun(self: BaseTool, *args: Any, **kwargs: Any) -> Any:
-            if answers.runs(self.name):
+            given, call_id = _input(args, kwargs), kwargs.get("tool_call_id")
+            if answers.runs(self.name) or not _validates(self, given, call_id):
                 return await tool_arun(self, *args, **kwargs)
-            return answers.answer_tool(self.name, kwargs.get("tool_call_id"), _input(args, kwargs))
+            return answers.answer_tool(self, call_id, given)
 
         replacements = {
             (BaseChatModel, "_generate_with_cache"): generate,

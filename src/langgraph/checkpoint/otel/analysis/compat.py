@@ -10,7 +10,14 @@ A thread is at risk, for a reason named by nodes and channels only, when:
 - `data_dropped`: a state channel holding a value is not in the new graph (LangGraph loads only
   the channels it declares: the value is gone);
 - `new_required_channel`: the new graph declares a required state key (no default) that the
-  graph which wrote the thread did not have: the next node that reads it fails;
+  graph which wrote the thread did not have, and something requires it on resume (a node reads
+  it, or the state schema is validated for every node: pydantic, dataclass): the next node that
+  reads it fails;
+- `missing_tool`: a tool call the thread has pending (its model asked for it; it has not run,
+  or it is parked inside it at an `interrupt()`) names a tool the new graph's tool node for
+  that graph (the root, a supervisor's worker, ...) does not have: the call fails ("not a
+  valid tool") and its side effect never happens;
+- `invalid_tool_call`: the pending call's arguments fail the new tool's own validation;
 - `channel_restore_failed`: the new graph's channel cannot be restored from the stored value
   (its kind changed, e.g. `defer` toggled on a node the thread is about to run);
 - `schema_validation`: a stored value fails the new state schema's type for its key;
@@ -21,7 +28,7 @@ A thread is at risk, for a reason named by nodes and channels only, when:
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal
 
 from langgraph.checkpoint.otel.analysis.fingerprint import StructureSummary
@@ -34,6 +41,8 @@ RiskReason = Literal[
     "channel_restore_failed",
     "schema_validation",
     "schema_version",
+    "missing_tool",
+    "invalid_tool_call",
 ]
 START = "__start__"
 
@@ -47,6 +56,15 @@ class Risk:
     """A node, a channel or `written -> running` versions; never a value."""
     detail: str = ""
     """Content-free: the expected type, the channel class, the exception's class."""
+
+
+@dataclass(frozen=True, slots=True)
+class PendingCall:
+    """A tool call a stored thread has pending: the graph that will run it (its namespace
+    without task ids, "" the root) and the tool's name."""
+
+    graph: str
+    tool: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,6 +82,7 @@ class StoredThread:
     written_structure: StructureSummary | None = None
     """The structure the checkpoint was written under, when the wrapper stored it."""
     schema_version: str | None = None
+    pending_calls: Sequence[PendingCall] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,7 +91,11 @@ class RunningGraph:
 
     structure: StructureSummary
     required_keys: Collection[str] = ()
-    """State keys without a default."""
+    """State keys without a default that something requires on resume (see
+    `new_required_channel`)."""
+    tools: Mapping[str, Collection[str]] = field(default_factory=dict)
+    """Graph (namespace without task ids) -> the names of the tools its tool node runs; a
+    graph that runs tools otherwise is absent (not checked)."""
     schema_version: str | None = None
     migration_path: Callable[[str, str], bool] | None = None
     """(written, running) -> whether declared migrations lead from one to the other."""
@@ -98,6 +121,10 @@ def structural_risks(thread: StoredThread, graph: RunningGraph) -> list[Risk]:
             for key in sorted(graph.required_keys)
             if key in channels and key not in written.channels and key not in thread.state_channels
         ]
+    for call in thread.pending_calls:
+        names = graph.tools.get(call.graph)
+        if names is not None and call.tool not in names:
+            risks.append(Risk("missing_tool", call.tool, f"in {call.graph or 'the root graph'}"))
     risks += _schema_version_risks(thread, graph)
     return risks
 

@@ -2,7 +2,8 @@
 
 The structure names only what the graph's code defines: nodes, static edges, conditional
 branches and their declared targets, channels with their kinds and reducers' names, static
-interrupts, deferred nodes and the structure of subgraphs. Its hash is the same in every
+interrupts, deferred nodes, the tools of each tool node (a prebuilt agent's) and the structure
+of subgraphs (a supervisor's workers, with their tools). Its hash is the same in every
 process and host for the same structure (no Python hash seed, no insertion order), and
 `structure_changes` says, by name only, what differs between two structures.
 
@@ -20,8 +21,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-STRUCTURE_VERSION = 1
-"""Bumped whenever what the hash covers changes (old and new hashes then never compare)."""
+STRUCTURE_VERSION = 2
+"""Bumped whenever what the hash covers changes (old and new hashes then never compare).
+2: the tools of each tool node."""
 
 
 @dataclass(frozen=True)
@@ -43,6 +45,8 @@ class GraphStructure:
     interrupt_after: tuple[str, ...] = ()
     deferred: frozenset[str] = frozenset()
     subgraphs: Mapping[str, str] = field(default_factory=dict)
+    tools: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    """Tool node -> the names of its tools, sorted."""
 
     @classmethod
     def of(cls, description: Mapping[str, Any]) -> GraphStructure:
@@ -63,6 +67,9 @@ class GraphStructure:
                 node: cls.of(sub).structure_hash()
                 for node, sub in description.get("subgraphs", {}).items()
             },
+            tools={
+                node: tuple(sorted(names)) for node, names in description.get("tools", {}).items()
+            },
         )
 
     def canonical(self) -> str:
@@ -78,6 +85,7 @@ class GraphStructure:
                 "interrupt_after": sorted(self.interrupt_after),
                 "deferred": sorted(self.deferred),
                 "subgraphs": dict(sorted(self.subgraphs.items())),
+                "tools": {node: list(names) for node, names in sorted(self.tools.items())},
             },
             separators=(",", ":"),
             ensure_ascii=True,
@@ -139,7 +147,7 @@ class StructureChange:
     channels_changed: tuple[str, ...] = ()
     """Channels in both whose kind or reducer differs."""
     nodes_rewired: tuple[str, ...] = ()
-    """Nodes in both whose edges, branches, deferral, interrupts or subgraph differ."""
+    """Nodes in both whose edges, branches, deferral, interrupts, tools or subgraph differ."""
 
     def __bool__(self) -> bool:
         return any(
@@ -187,4 +195,5 @@ def _wiring(structure: GraphStructure, node: str) -> tuple[object, ...]:
         node in structure.interrupt_before,
         node in structure.interrupt_after,
         structure.subgraphs.get(node),
+        structure.tools.get(node),
     )

@@ -7,7 +7,7 @@ resume harness, read checkpoints through these functions so they agree on one re
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, TypeGuard
 
 from langgraph.checkpoint.serde.types import ERROR, INTERRUPT, RESUME
@@ -16,9 +16,11 @@ from langgraph.checkpoint.otel import names
 from langgraph.checkpoint.otel._langgraph.formats import (
     DELTA_COUNTERS_KEY,
     INPUT_NODE,
+    START_NODE,
     TASKS_CHANNEL,
     is_bookkeeping_channel,
     send_targets,
+    triggered_nodes,
 )
 from langgraph.checkpoint.otel.analysis.carrier import parse_carrier
 from langgraph.checkpoint.otel.analysis.fingerprint import StructureSummary
@@ -113,6 +115,9 @@ class StoredTelemetry:
     """(a subgraph's checkpoints) those of the subgraph's run up to this checkpoint."""
     graph: StructureSummary | None = None
     """The structure of the graph that wrote the checkpoint (None: unknown)."""
+    policy: Mapping[str, Any] = field(default_factory=dict)
+    """The divergence policy the writer ran with, where it differs from the default
+    (`options.DivergencePolicy.stored`); {}: the default, or unknown."""
 
     def to_metadata(self) -> dict[str, Any]:
         """The JSON-compatible value stored under `names.METADATA_KEY`."""
@@ -135,6 +140,15 @@ class StoredTelemetry:
                     "calls": [call.key for call in tools.calls],
                     "results": [call.key for call in tools.results],
                 }
+                arguments = {
+                    call.key: dict(call.arguments)
+                    for call in (*tools.calls, *tools.results)
+                    if call.arguments
+                }
+                if arguments:
+                    value[key]["args"] = arguments
+        if self.policy:
+            value[names.META_POLICY] = dict(self.policy)
         if self.graph is not None:
             value[names.META_GRAPH] = self.graph.stored
         value.update(self.carrier)
@@ -189,19 +203,42 @@ def read_stored_telemetry(metadata: Mapping[str, Any] | None) -> StoredTelemetry
         _tools_entry(value.get(names.META_TOOLS)),
         _tools_entry(value.get(names.META_RUN_TOOLS)),
         StructureSummary.of_stored(value.get(names.META_GRAPH)),
+        _policy_entry(value.get(names.META_POLICY)),
     )
 
 
 def _tools_entry(value: Any) -> ToolActivity | None:
-    """Stored ``{"calls": [key], "results": [key]}``, or None when absent or malformed (a
-    checkpoint stored without it says nothing of its tools: they are read from its messages)."""
+    """Stored ``{"calls": [key], "results": [key], "args": {key: {name: hash}}}``, or None
+    when absent or malformed (a checkpoint stored without it says nothing of its tools: they
+    are read from its messages). Malformed argument hashes are left out."""
     if not isinstance(value, Mapping):
         return None
     lists = [value.get("calls", []), value.get("results", [])]
     if not all(isinstance(keys, list) and all(isinstance(k, str) for k in keys) for keys in lists):
         return None
-    calls, results = (tuple(ToolCall.of_key(k) for k in keys) for keys in lists)
+    stored_args = value.get("args")
+    arguments: dict[str, dict[str, str]] = {}
+    if isinstance(stored_args, Mapping):
+        for key, pairs in stored_args.items():
+            if isinstance(key, str) and isinstance(pairs, Mapping):
+                arguments[key] = {
+                    n: h for n, h in pairs.items() if isinstance(n, str) and isinstance(h, str)
+                }
+    calls, results = (tuple(ToolCall.of_key(k, arguments.get(k)) for k in keys) for keys in lists)
     return ToolActivity(calls, results)
+
+
+def _policy_entry(value: Any) -> Mapping[str, Any]:
+    """A stored divergence policy (`options.DivergencePolicy.stored`), {} when absent or
+    malformed: only lists of strings and booleans are kept."""
+    if not isinstance(value, Mapping):
+        return {}
+    return {
+        k: v
+        for k, v in value.items()
+        if isinstance(k, str)
+        and (isinstance(v, bool) or (isinstance(v, list) and all(isinstance(i, str) for i in v)))
+    }
 
 
 def _lineage_entry(pair: Any) -> tuple[int, int] | None:
@@ -247,6 +284,7 @@ _STORED_KEYS = frozenset(
         names.META_TOOLS,
         names.META_RUN_TOOLS,
         names.META_GRAPH,
+        names.META_POLICY,
         *names.META_CARRIER_KEYS,
     }
 )
@@ -311,11 +349,37 @@ class ToolCall:
 
     name: str
     key: str
+    arguments: Mapping[str, str] = field(default_factory=dict, compare=False, hash=False)
+    """Argument name -> a short hash of its value ({} when unknown: an old stored record);
+    says which arguments differ between two calls, never what they hold."""
 
     @classmethod
-    def of_key(cls, key: str) -> ToolCall:
+    def of_key(cls, key: str, arguments: Mapping[str, str] | None = None) -> ToolCall:
         """The call an idempotency key (`tool_call_key`) stands for."""
-        return cls(key.rpartition(":")[0] or key, key)
+        return cls(key.rpartition(":")[0] or key, key, dict(arguments or {}))
+
+
+ARGUMENT_HASH_LENGTH = 12
+"""Hex digits kept of each argument's hash (enough to tell two values apart in one call)."""
+
+
+def argument_hashes(args: Any) -> dict[str, str]:
+    """Argument name -> short hash of its value, for a call's arguments ({} unless a mapping)."""
+    if not isinstance(args, Mapping):
+        return {}
+    return {
+        bounded_text(name): hash_value(value, fallback=repr_bytes)[:ARGUMENT_HASH_LENGTH]
+        for name, value in args.items()
+    }
+
+
+def changed_arguments(before: ToolCall, after: ToolCall) -> tuple[str, ...]:
+    """The argument names whose values differ between two calls of a tool (an argument only
+    one has counts; () when either call's arguments are unknown)."""
+    if not before.arguments or not after.arguments:
+        return ()
+    names = set(before.arguments) | set(after.arguments)
+    return tuple(sorted(n for n in names if before.arguments.get(n) != after.arguments.get(n)))
 
 
 @dataclass(frozen=True, slots=True)
@@ -362,6 +426,15 @@ class CheckpointRecord:
     (compared only with checkpoints of the same namespace)."""
     trace_id: str | None = None
     """The trace (32 hex digits) of the put that wrote it, from its stored carrier."""
+    scheduled: tuple[str, ...] | None = None
+    """The nodes it schedules next (sorted; () when its run finished there); None when
+    unknown (a record read from spans)."""
+    unknown_channels: frozenset[str] = frozenset()
+    """Channels whose value the record cannot tell (a delta channel stored without its
+    snapshot or the wrapper's hash): never compared."""
+    tools_known: bool = True
+    """Whether `tool_calls` and `tool_results` are known: False when the messages channel
+    holds no readable value (a delta channel stored without its snapshot)."""
 
     @property
     def parent_chosen(self) -> bool:
@@ -378,6 +451,15 @@ def tool_call_key(name: str, args: Any) -> str:
 def repr_bytes(value: Any) -> bytes:
     """Last-resort encoding for argument values of unknown types."""
     return repr(value).encode()
+
+
+def turn_start(messages: Sequence[Any]) -> int:
+    """Where the current turn starts in a message list: the index of its last human message
+    (0 when it has none). A call repeated in a later turn is a new request, not a duplicate."""
+    for index in range(len(messages) - 1, -1, -1):
+        if getattr(messages[index], "type", None) == "human":
+            return index
+    return 0
 
 
 def message_tool_activity(
@@ -473,7 +555,8 @@ def _requested_calls(message: Any) -> list[Mapping[str, Any]]:
 
 def _tool_call(call: Mapping[str, Any]) -> ToolCall:
     name = str(call.get("name", ""))
-    return ToolCall(name, tool_call_key(name, call.get("args")))
+    args = call.get("args")
+    return ToolCall(name, tool_call_key(name, args), argument_hashes(args))
 
 
 def checkpoint_record(
@@ -498,15 +581,19 @@ def checkpoint_record(
     """
     metadata = metadata or {}
     stored = read_stored_telemetry(metadata)
+    values = checkpoint.get("channel_values") or {}
+    unknown = unseen_delta_channels_of(checkpoint, metadata)
+    tools_known = True
     if tools is None and stored is not None:
         tools = stored.tools
     if tools is None:
-        messages = (checkpoint.get("channel_values") or {}).get(messages_channel)
+        messages = values.get(messages_channel)
         tools = ToolActivity()
         if isinstance(messages, list):
             tools = ToolActivity(
                 *message_tool_activity(messages, _first_added(messages, previous_messages))
             )
+        tools_known = messages_channel not in unknown
     configurable = config.get("configurable") or {}
     step = metadata.get("step")
     return CheckpointRecord(
@@ -528,6 +615,9 @@ def checkpoint_record(
         resume_kind=stored.resume[0] if stored and stored.resume else None,
         ns=str(configurable.get("checkpoint_ns") or ""),
         trace_id=_writer_trace(stored),
+        scheduled=tuple(sorted(triggered_nodes(values) | ({START_NODE} & set(values)))),
+        unknown_channels=frozenset(unknown),
+        tools_known=tools_known,
     )
 
 
@@ -542,17 +632,20 @@ def unseen_delta_channels(tuples: Iterable[Any]) -> set[str]:
     writes of the checkpoint's ancestors and needs the graph's reducer to rebuild)."""
     unseen: set[str] = set()
     for tup in tuples:
-        counters = (tup.metadata or {}).get(DELTA_COUNTERS_KEY)
-        if not isinstance(counters, Mapping):
-            continue
-        values = tup.checkpoint.get("channel_values") or {}
-        versions = tup.checkpoint.get("channel_versions") or {}  # written at least once
-        stored = read_stored_telemetry(tup.metadata)
-        hashed = stored.channels if stored is not None else {}
-        unseen.update(
-            str(c) for c in counters if c in versions and c not in values and c not in hashed
-        )
+        unseen |= unseen_delta_channels_of(tup.checkpoint, tup.metadata)
     return unseen
+
+
+def unseen_delta_channels_of(checkpoint: Mapping[str, Any], metadata: Any) -> set[str]:
+    """`unseen_delta_channels` of one checkpoint."""
+    counters = (metadata or {}).get(DELTA_COUNTERS_KEY)
+    if not isinstance(counters, Mapping):
+        return set()
+    values = checkpoint.get("channel_values") or {}
+    versions = checkpoint.get("channel_versions") or {}  # written at least once
+    stored = read_stored_telemetry(metadata)
+    hashed = stored.channels if stored is not None else {}
+    return {str(c) for c in counters if c in versions and c not in values and c not in hashed}
 
 
 def _first_added(messages: Sequence[Any], previous: Sequence[Any] | None) -> int:
@@ -578,14 +671,17 @@ def history_records(
 ) -> list[CheckpointRecord]:
     """Records of a thread's stored history (CheckpointTuples in any order), oldest first.
 
-    Hashes and nodes are read from the wrapper's stored metadata; for checkpoints without it
-    (telemetry was off, or a bare saver wrote them) they are computed here: channel hashes
-    with `hash_value` (`fallback` encodes unknown types, by default their repr) and nodes
-    from `versions_seen` and `Send` targets against the parent (see `stored_nodes`).
+    Hashes, nodes and tool activity are read from the wrapper's stored metadata; for
+    checkpoints without it (telemetry was off, or a bare saver wrote them) they are computed
+    here: channel hashes with `hash_value` (`fallback` encodes unknown types, by default their
+    repr), nodes from `versions_seen` and `Send` targets against the parent (see
+    `stored_nodes`), and tool activity from the messages each checkpoint added, a root
+    checkpoint's with its subgraphs' (as the wrapper stores it: see `_with_subgraph_tools`).
     """
     ordered = sorted(tuples, key=lambda t: str(t.checkpoint["id"]))
     by_id = {str(t.checkpoint["id"]): t for t in ordered}
     records = []
+    computed_tools: set[str] = set()
     for tup in ordered:
         parent_id = ((tup.parent_config or {}).get("configurable") or {}).get("checkpoint_id")
         parent = by_id.get(str(parent_id)) if parent_id else None
@@ -610,6 +706,8 @@ def history_records(
                     send_targets(parent_values.get(TASKS_CHANNEL)),
                 )
             )
+        if stored is None or stored.tools is None:
+            computed_tools.add(str(tup.checkpoint["id"]))
         records.append(
             checkpoint_record(
                 tup.config,
@@ -621,7 +719,55 @@ def history_records(
                 **known,
             )
         )
-    return records
+    return _with_subgraph_tools(records, by_id, computed_tools)
+
+
+def _with_subgraph_tools(
+    records: list[CheckpointRecord], tuples: Mapping[str, Any], computed: set[str]
+) -> list[CheckpointRecord]:
+    """Root records whose tool activity was read from their own messages (`computed`), with
+    the activity of the subgraph runs their step ran added (what the wrapper stores with a
+    root checkpoint): a subgraph's checkpoints name the root checkpoint they ran from
+    (LangGraph's ``parents`` metadata), and the root checkpoint that applies the step is that
+    checkpoint's first child (not a fork copy) written after them."""
+    runs: dict[str, list[CheckpointRecord]] = {}
+    for record in records:
+        # a run's input checkpoint and the step applying it carry the parent's messages
+        if record.ns and record.checkpoint_id in computed and (record.step or 0) > 0:
+            parents = (tuples[record.checkpoint_id].metadata or {}).get("parents")
+            root = parents.get("") if isinstance(parents, Mapping) else None
+            if root:
+                runs.setdefault(str(root), []).append(record)
+    if not runs:
+        return records
+    children: dict[str, list[CheckpointRecord]] = {}
+    for record in records:
+        if not record.ns and record.parent_id and record.source != "fork":
+            children.setdefault(record.parent_id, []).append(record)
+    merged: dict[str, CheckpointRecord] = {}
+    for root, ran in runs.items():
+        last = max(r.checkpoint_id for r in ran)
+        target = next(
+            (
+                c
+                for c in children.get(root, [])
+                if c.checkpoint_id > last and c.checkpoint_id in computed
+            ),
+            None,
+        )
+        if target is None:
+            continue
+        current = merged.get(target.checkpoint_id, target)
+        activity = ToolActivity(current.tool_calls, current.tool_results)
+        for record in ran:
+            activity = activity.merge(ToolActivity(record.tool_calls, record.tool_results))
+        merged[target.checkpoint_id] = replace(
+            current,
+            tool_calls=activity.calls,
+            tool_results=activity.results,
+            tools_known=current.tools_known and all(r.tools_known for r in ran),
+        )
+    return [merged.get(r.checkpoint_id, r) for r in records]
 
 
 # --- records from exported spans --------------------------------------------------------------

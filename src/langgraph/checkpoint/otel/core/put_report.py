@@ -4,6 +4,7 @@ call's task ran."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -46,6 +47,11 @@ from langgraph.checkpoint.otel.core.watch import DivergenceWatch
 from langgraph.checkpoint.otel.options import InstrumentOptions
 
 
+def policy_attribute(stored: Mapping[str, Any]) -> str | None:
+    """The `langgraph.divergence.policy` attribute of a stored policy (None: the default)."""
+    return json.dumps(stored, sort_keys=True, separators=(",", ":")) if stored else None
+
+
 class PutReporter:
     """Describes the puts and pending writes of one instrumented saver."""
 
@@ -65,6 +71,8 @@ class PutReporter:
         self._hasher = hasher
         self._watch = watch
         self._concurrent = ConcurrentWrites()
+        self._policy = options.divergence.stored
+        self._policy_text = policy_attribute(self._policy)
 
     # --- puts -------------------------------------------------------------------------------
 
@@ -116,6 +124,8 @@ class PutReporter:
         structure = self._runs.structure_of(scope)
         if structure is not None:
             attributes[names.GRAPH_STRUCTURE_HASH] = structure.structure_hash
+        if self._policy_text is not None:
+            attributes[names.DIVERGENCE_POLICY] = self._policy_text
 
         digest: StateDigest | None = None
         if (
@@ -138,6 +148,7 @@ class PutReporter:
         lineage: Lineage | None = None
         tools: ToolActivity | None = None
         run_tools: ToolActivity | None = None
+        own: ToolActivity | None = None
         if digest is not None:
             sizes = _written_sizes(digest, delta)
             written = sum(sizes.values())
@@ -167,6 +178,7 @@ class PutReporter:
             ),
             state_hash=digest.state_hash if digest else None,
             tools=tools,
+            own_tools=own,
             values=values,
         )
         if call.findings:
@@ -192,6 +204,7 @@ class PutReporter:
                 tools if self._options.store_hashes else None,
                 run_tools if self._options.store_hashes else None,
                 structure,
+                self._policy,
             )
             call.metadata = {**metadata, names.METADATA_KEY: stored.to_metadata()}  # type: ignore[typeddict-unknown-key]
 
@@ -405,6 +418,12 @@ class PutReporter:
                 event[names.DIVERGENCE_EXPECTED] = finding.expected
             if finding.actual is not None:
                 event[names.DIVERGENCE_ACTUAL] = finding.actual
+            if finding.tool is not None:
+                event[names.DIVERGENCE_TOOL] = finding.tool
+            if finding.arguments:
+                event[names.DIVERGENCE_ARGUMENTS] = list(finding.arguments)
+            if finding.graph is not None:
+                event[names.DIVERGENCE_GRAPH] = finding.graph
             op.event(names.EVENT_DIVERGENCE, event)
             self._telemetry.count_divergence(finding.kind)
 

@@ -34,6 +34,7 @@ from langgraph.checkpoint.otel.analysis.records import (
 )
 from langgraph.checkpoint.otel.core.agent_events import AgentEvents
 from langgraph.checkpoint.otel.core.calls import LoadCall, NextVersion, config_attributes
+from langgraph.checkpoint.otel.core.put_report import policy_attribute
 from langgraph.checkpoint.otel.core.runs import Runs
 from langgraph.checkpoint.otel.core.scope_state import ScopeStates, SeenCheckpoint, scope_of
 from langgraph.checkpoint.otel.core.telemetry import Operation, Telemetry
@@ -86,6 +87,9 @@ class ResumeReporter:
             resume = _classify(call.run, result, latest, stored)
             op.rename(names.SPAN_RESUME, "resume")
             attributes.update(_resume_attributes(resume, result))
+            policy = policy_attribute(self._options.divergence.stored)
+            if policy is not None:
+                attributes[names.DIVERGENCE_POLICY] = policy
             writer = parse_carrier(stored.carrier if stored else None)
             if writer is not None:
                 op.link(writer, {names.LINK_TYPE: LINK_CHECKPOINT_WRITER})

@@ -1,9 +1,10 @@
 """Watching a resumed run for divergence: the bookkeeping between resumes and puts.
 
 A resume (other than `continue`) opens a session for its thread and namespace: the tool calls
-already answered in the loaded state and, after a fork, the reference branch (the earlier
-descendants of the checkpoint forked from, read back through the inner saver by the wrapper,
-bounded by the policy's window). Each later put of that thread is turned into a record and
+already answered in the loaded state's current turn (since its last human message: a call an
+earlier turn made is not a duplicate when a later turn makes it again) and, after a fork, the
+reference branch (the earlier descendants of the checkpoint forked from, read back through the
+inner saver by the wrapper, bounded by the policy's window). Each later put of that thread is turned into a record and
 compared. No OpenTelemetry here, and no saver I/O: reference reads are requested through a
 generator the saver drives, so sync and async savers share this logic.
 """
@@ -28,7 +29,10 @@ from langgraph.checkpoint.otel.analysis.records import (
     Scope,
     ToolActivity,
     checkpoint_record,
+    history_records,
     message_tool_activity,
+    read_stored_telemetry,
+    turn_start,
 )
 from langgraph.checkpoint.otel.bounded import BoundedDict
 
@@ -56,6 +60,10 @@ UNWATCHED_KINDS = frozenset({"continue"})
 class _Session:
     comparison: BranchComparison
     last_messages: list[Any]
+    own_tools: bool = False
+    """The reference was written without the wrapper: its tool activity is read from each
+    checkpoint's own messages, so this branch's puts are compared by theirs too (not with
+    their subgraphs' activity added)."""
     puts: int = 0
     last_checkpoint_id: str | None = None
     """The branch's last checkpoint (fork copies included)."""
@@ -93,7 +101,7 @@ class DivergenceWatch:
             ):
                 return
         messages = self._messages(loaded.checkpoint)
-        _, answered = message_tool_activity(messages)
+        _, answered = message_tool_activity(messages, turn_start(messages))
         session = _Session(
             BranchComparison([], {call.key for call in answered}, self.policy), messages
         )
@@ -129,14 +137,12 @@ class DivergenceWatch:
             chain = yield from self._earliest_descendants(loaded)
         if not chain:
             return
-        previous = self._messages(loaded.checkpoint)
-        reference: list[CheckpointRecord] = []
-        for tup in chain:
-            parent = (tup.parent_config or {}).get("configurable", {}).get("checkpoint_id")
-            reference.append(
-                self._record(parent, tup.config, tup.checkpoint, tup.metadata, previous)
-            )
-            previous = self._messages(tup.checkpoint)
+        # read as the offline detectors read them: hashes and nodes computed where the
+        # wrapper stored none (a branch written before it was installed)
+        records = history_records([loaded, *chain], messages_channel=self.messages_channel)
+        loaded_id = str(loaded.checkpoint["id"])
+        reference = [r for r in records if r.checkpoint_id != loaded_id]
+        session.own_tools = any(read_stored_telemetry(t.metadata) is None for t in chain)
         session.comparison.use_reference(reference)
 
     def _walk_back(self, loaded: Any, latest: Any) -> Generator[Any, Any, list[Any] | None]:
@@ -190,13 +196,16 @@ class DivergenceWatch:
         channel_hashes: Mapping[str, str] | None,
         state_hash: str | None,
         tools: ToolActivity | None = None,
+        own_tools: ToolActivity | None = None,
         values: Mapping[str, Any] | None = None,
     ) -> list[Finding]:
         """Findings revealed by a put of a watched thread (none for unwatched threads).
 
-        `tools`: the tool activity of the put's step, when the wrapper knows it (else read
-        from the messages it added); `values`: the checkpoint's values as the graph sees them
-        (its delta channels included)."""
+        `tools`: the tool activity of the put's step, its subgraphs' included, when the
+        wrapper knows it (else read from the messages it added); `own_tools`: the step's own
+        (its messages' alone), compared instead when the reference was written without the
+        wrapper; `values`: the checkpoint's values as the graph sees them (its delta channels
+        included)."""
         with self._lock:
             session = self._sessions.get(scope)
             if session is None:
@@ -211,7 +220,7 @@ class DivergenceWatch:
                 nodes=nodes,
                 channel_hashes=channel_hashes,
                 state_hash=state_hash,
-                tools=tools,
+                tools=own_tools if session.own_tools else tools,
             )
             session.last_messages = self._messages(checkpoint, values)
             session.last_checkpoint_id = record.checkpoint_id
@@ -253,7 +262,7 @@ class DivergenceWatch:
         messages = values.get(self.messages_channel)
         if not isinstance(messages, list):
             return
-        _, answered = message_tool_activity(messages)
+        _, answered = message_tool_activity(messages, turn_start(messages))
         with self._lock:
             session = self._sessions.get(scope)
             if session is None or session.comparison.compared:

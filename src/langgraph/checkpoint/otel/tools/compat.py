@@ -15,7 +15,7 @@ import os
 import sys
 import time
 from collections import Counter
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -23,8 +23,17 @@ from langgraph.checkpoint.base import CheckpointTuple
 from langgraph.checkpoint.serde.types import INTERRUPT
 from pydantic import TypeAdapter
 
-from langgraph.checkpoint.otel._langgraph.graph import channel_restore_error, state_fields
+from langgraph.checkpoint.otel._langgraph.formats import graph_key
+from langgraph.checkpoint.otel._langgraph.graph import (
+    channel_restore_error,
+    graph_tools,
+    reads_key,
+    state_fields,
+    state_is_validated,
+    validation_error,
+)
 from langgraph.checkpoint.otel.analysis.compat import (
+    PendingCall,
     Risk,
     RunningGraph,
     StoredThread,
@@ -99,12 +108,23 @@ class CompatCheck:
         if self.migrations is None:
             self.migrations = getattr(options, "migrations", None)
         self._fields = state_fields(self.graph)
+        self._tools = graph_tools(self.graph)
         self.running = RunningGraph(
             structure=structure_of(self.graph),
-            required_keys=frozenset(k for k, (_, required) in self._fields.items() if required),
+            required_keys=self._required_on_resume(),
             schema_version=self.schema_version,
             migration_path=self._has_path if self.migrations is not None else None,
+            tools={g: frozenset(tools) for g, tools in self._tools.items()},
         )
+
+    def _required_on_resume(self) -> frozenset[str]:
+        """Required state keys something needs on resume: all of them when LangGraph
+        validates the state for every node (pydantic, dataclass), else those a node reads
+        (or may read: its source cannot be read)."""
+        required = [k for k, (_, needed) in self._fields.items() if needed]
+        if state_is_validated(self.graph):
+            return frozenset(required)
+        return frozenset(k for k in required if reads_key(self.graph, k) is not False)
 
     def _has_path(self, written: str, running: str) -> bool:
         assert self.migrations is not None
@@ -114,8 +134,14 @@ class CompatCheck:
             return False
         return True
 
-    def verdict(self, thread_id: str, latest: CheckpointTuple) -> ThreadVerdict:
-        """What puts the thread whose latest checkpoint is `latest` at risk."""
+    def verdict(
+        self,
+        thread_id: str,
+        latest: CheckpointTuple,
+        pending: Sequence[tuple[str, str, Any]] = (),
+    ) -> ThreadVerdict:
+        """What puts the thread whose latest checkpoint is `latest` at risk; `pending`: the
+        tool calls it has pending, (graph, tool, arguments) (see `pending_tool_calls`)."""
         checkpoint = latest.checkpoint
         values = checkpoint.get("channel_values") or {}
         stored = read_stored_telemetry(latest.metadata)
@@ -127,8 +153,14 @@ class CompatCheck:
             state_channels=[c for c in values if is_state_channel(c)],
             written_structure=stored.graph if stored is not None else None,
             schema_version=stored.schema_version if stored is not None else None,
+            pending_calls=[PendingCall(g, tool) for g, tool, _ in pending],
         )
         risks = structural_risks(thread, self.running)
+        for graph, tool, arguments in pending:
+            found = self._tools.get(graph, {}).get(tool)
+            refused = None if found is None else validation_error(found, arguments)
+            if refused is not None:
+                risks.append(Risk("invalid_tool_call", tool, f"arguments: {refused}"))
         for channel in channels_to_check(values, self.running):
             risks += self._value_risks(channel, values[channel])
         written = thread.written_structure
@@ -170,11 +202,64 @@ class CompatCheck:
         return getattr(hint, "__name__", None) or str(hint).replace("typing.", "")
 
 
+def pending_tool_calls(
+    saver: Any, latest: CheckpointTuple, messages_channel: str = "messages"
+) -> list[tuple[str, str, Any]]:
+    """(graph, tool, arguments) of each tool call the thread whose latest root checkpoint is
+    `latest` has pending: asked for by the last model answer of a graph that is still to run
+    (the root, or a subgraph its pending task runs: the subgraphs' checkpoints written after
+    `latest`, read newest first) and not answered. A finished thread has none (no read)."""
+    if not scheduled_nodes(latest.checkpoint.get("channel_values") or {}):
+        return []
+    found = _unanswered("", latest, messages_channel)
+    newest: dict[str, CheckpointTuple] = {}
+    config = {"configurable": {"thread_id": latest.config["configurable"]["thread_id"]}}
+    after = str(latest.checkpoint["id"])
+    for tup in saver.list(config):
+        if str(tup.checkpoint["id"]) <= after:
+            break
+        namespace = str((tup.config.get("configurable") or {}).get("checkpoint_ns") or "")
+        if namespace:
+            newest.setdefault(namespace, tup)
+    for namespace, tup in newest.items():
+        waiting = any(w[1] == INTERRUPT for w in tup.pending_writes or ())
+        if waiting or scheduled_nodes(tup.checkpoint.get("channel_values") or {}):
+            found += _unanswered(graph_key(namespace), tup, messages_channel)
+    return found
+
+
+def _unanswered(graph: str, tup: CheckpointTuple, channel: str) -> list[tuple[str, str, Any]]:
+    messages = (tup.checkpoint.get("channel_values") or {}).get(channel)
+    if not isinstance(messages, list):
+        return []
+    answered: set[str] = set()
+    for message in reversed(messages):
+        if getattr(message, "type", None) == "tool":
+            answered.add(str(getattr(message, "tool_call_id", "")))
+            continue
+        calls = getattr(message, "tool_calls", None) or ()
+        if calls:
+            return [
+                (graph, str(call.get("name")), call.get("args"))
+                for call in calls
+                if str(call.get("id")) not in answered
+            ]
+    return []
+
+
+def thread_verdict(check: CompatCheck, saver: Any, thread_id: str) -> ThreadVerdict | None:
+    """The verdict on one stored thread (None: the saver holds no root checkpoint of it)."""
+    latest = saver.get_tuple({"configurable": {"thread_id": thread_id, "checkpoint_ns": ""}})
+    if latest is None:
+        return None
+    return check.verdict(thread_id, latest, pending_tool_calls(saver, latest))
+
+
 def stored_threads(
     sources: Sources, query: ThreadQuery, limit: int | None
-) -> Iterator[tuple[str, CheckpointTuple]]:
-    """(thread id, latest root checkpoint) of the threads `query` selects, newest first, a
-    page at a time, at most `limit`."""
+) -> Iterator[tuple[str, CheckpointTuple, list[tuple[str, str, Any]]]]:
+    """(thread id, latest root checkpoint, pending tool calls) of the threads `query`
+    selects, newest first, a page at a time, at most `limit`."""
     saver = sources.saver
     if saver is None:
         raise SourceError("compat needs a saver (-s sqlite:///..., postgresql://..., ...)")
@@ -187,7 +272,7 @@ def stored_threads(
                 {"configurable": {"thread_id": thread_id, "checkpoint_ns": ""}}
             )
             if latest is not None:
-                yield thread_id, latest
+                yield thread_id, latest, pending_tool_calls(saver, latest)
         seen += len(page.ids)
         offset += len(page.ids)
         if not page.more or not page.ids:
@@ -197,7 +282,7 @@ def stored_threads(
 def compat_report(
     spec: str,
     check: CompatCheck,
-    threads: Iterator[tuple[str, CheckpointTuple]],
+    threads: Iterator[tuple[str, CheckpointTuple, list[tuple[str, str, Any]]]],
     advance: Callable[[], None] = lambda: None,
 ) -> model.Compat:
     """Check every thread; the report (rows only for threads at risk)."""
@@ -206,8 +291,8 @@ def compat_report(
     structures: Counter[str] = Counter()
     unchecked: set[str] = set()
     checked = 0
-    for thread_id, latest in threads:
-        verdict = check.verdict(thread_id, latest)
+    for thread_id, latest, pending in threads:
+        verdict = check.verdict(thread_id, latest, pending)
         checked += 1
         structures[verdict.written_structure_hash or "unknown"] += 1
         if verdict.note:

@@ -7,10 +7,14 @@ recorded inputs and interrupt answers in order, with every chat-model call answe
 recorded model answers and every tool call from the recorded tool messages
 (`_langgraph.recorded_answers`): no model is called, no tool body runs. A graph with nodes
 that only run async (`async def` nodes) replays through `ainvoke`, on an event loop of its
-own; any other through `invoke`. Each replayed
-checkpoint of the root graph is then compared with the recorded one at the same position
-(channel hashes, nodes, tool calls; `analysis.divergence.BranchComparison`) and the first
-divergence reported, content-free. A recording that ends mid-run (its process was killed, or
+own; any other through `invoke`. Handoff and delegation tools (`DivergencePolicy.control_tools`:
+a supervisor's and a swarm's ``transfer_to_*``, deepagents' ``task``) run for real: they route.
+Each replayed checkpoint is then compared with the recorded one at the same position, in every
+graph: the root line, and each run of each subgraph (a supervisor's worker, a sub-agent: its
+namespace without task ids, runs in recorded order) against the same run when recorded
+(channel hashes, nodes, the tools its model asked for and their arguments;
+`analysis.divergence.BranchComparison`); the first divergence, in recorded order, is
+reported, content-free. A recording that ends mid-run (its process was killed, or
 the run is still going) is compared as far as it goes: what the replay does after its end was
 never recorded. A thread whose recording cannot be replayed (a model or tool call with no
 recorded answer, an `update_state` in its line, a hash the recording lacks) is reported as
@@ -30,14 +34,17 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.types import Command
 from opentelemetry.sdk.trace import TracerProvider
 
-from langgraph.checkpoint.otel._langgraph.formats import NULL_TASK_ID
+from langgraph.checkpoint.otel import names
+from langgraph.checkpoint.otel._langgraph.formats import NULL_TASK_ID, graph_key
 from langgraph.checkpoint.otel._langgraph.graph import runs_only_async, static_interrupts
 from langgraph.checkpoint.otel._langgraph.recorded_answers import (
+    ArgumentChange,
     RecordedAnswers,
     Unanswered,
     answering,
 )
 from langgraph.checkpoint.otel.analysis.divergence import BranchComparison, Finding
+from langgraph.checkpoint.otel.analysis.divergence.trajectory import length_finding
 from langgraph.checkpoint.otel.analysis.lineage import (
     ResumeKind,
     RunStart,
@@ -46,6 +53,9 @@ from langgraph.checkpoint.otel.analysis.lineage import (
 )
 from langgraph.checkpoint.otel.analysis.records import (
     CheckpointRecord,
+    ToolCall,
+    argument_hashes,
+    changed_arguments,
     history_records,
     is_state_channel,
     read_stored_telemetry,
@@ -54,11 +64,13 @@ from langgraph.checkpoint.otel.analysis.records import (
 )
 from langgraph.checkpoint.otel.core.instrument import instrument
 from langgraph.checkpoint.otel.core.saver import astored_history, stored_history
-from langgraph.checkpoint.otel.options import DivergencePolicy
+from langgraph.checkpoint.otel.options import CONTROL_TOOLS, DivergencePolicy
 
 START_CHANNEL = "__start__"
 RESUME_CHANNEL = "__resume__"
-POLICY = DivergencePolicy(detectors=frozenset({"state", "trajectory"}), window=10_000)
+POLICY = DivergencePolicy(
+    detectors=frozenset({"state", "trajectory", "tool_arguments"}), window=10_000
+)
 
 
 @dataclass(frozen=True)
@@ -93,9 +105,13 @@ class _Action:
     resume: Any = None
     is_resume: bool = False
     fork: bool = False
-    """Time travel: a run from the line's checkpoint before this one (`written_before` - 1)."""
+    """Time travel: a run from the checkpoint at `fork_depth` of the thread's latest line."""
+    fork_depth: int = 0
+    """The position (oldest first) of the checkpoint forked from in the line that was the
+    thread's latest when the fork was taken."""
     written_before: int = 0
-    """Root checkpoints the recorded thread had stored when it was given this."""
+    """Root checkpoints (every branch) the recorded thread had stored when it was given
+    this."""
 
 
 @dataclass
@@ -103,6 +119,8 @@ class _Recording:
     line: list[CheckpointTuple]
     tuples: list[CheckpointTuple]
     actions: list[_Action] = field(default_factory=list)
+    roots: int = 0
+    """Root checkpoints, every branch."""
     problem: str | None = None
     end: ResumeKind = "continue"
     """How the recorded line ends, as a resume of its last checkpoint would be classified:
@@ -121,7 +139,8 @@ def replay_thread(
     run_tools: Collection[str] = (),
 ) -> ReplayResult:
     """Replay one recorded thread of `saver` against `graph` (see the module docstring).
-    `run_tools` names tools that run for real (handoffs, sub-agent delegation)."""
+    `run_tools` names tools that run for real besides the handoff and delegation tools of
+    `options.CONTROL_TOOLS`."""
     tuples = stored_history(saver, {"configurable": {"thread_id": thread_id}})
     return _replay(graph, tuples, thread_id, run_tools)
 
@@ -150,20 +169,20 @@ def _replay(
     replaying = graph.copy(
         update={"checkpointer": instrument(scratch, tracer_provider=TracerProvider())}
     )
-    answers = RecordedAnswers.of(recording.tuples, run_tools)
+    answers = RecordedAnswers.of(recording.tuples, CONTROL_TOOLS | frozenset(run_tools))
     config = {"configurable": {"thread_id": thread_id}}
     run = _async_runner(replaying) if runs_only_async(graph) else replaying.invoke
     error: str | None = None
     with answering(answers):
         for action in [*recording.actions, None]:
             try:
-                until = action.written_before if action else len(recording.line)
+                until = action.written_before if action else recording.roots
                 _continue_static_stops(run, replaying, scratch, config, until)
                 if action is not None and action.fork:
                     line = _replayed_line(scratch, thread_id)
-                    if len(line) < action.written_before:
+                    if len(line) <= action.fork_depth:
                         break  # the replay never reached the checkpoint forked from
-                    run(None, line[action.written_before - 1].config)
+                    run(None, line[action.fork_depth].config)
                 elif action is not None:
                     run(Command(resume=action.resume) if action.is_resume else action.input, config)
             except Exception as exc:
@@ -193,16 +212,17 @@ def _continue_static_stops(
     run: Callable[[Any, Any], Any], graph: Any, scratch: InMemorySaver, config: Any, until: int
 ) -> None:
     """Continue the replay with `invoke(None)` while it is stopped at a static interrupt
-    (`interrupt_before`/`interrupt_after`) short of `until` root checkpoints: the recorded run
-    was continued so, and such a continuation stores nothing of its own to read it from."""
+    (`interrupt_before`/`interrupt_after`) short of `until` root checkpoints (every branch):
+    the recorded run was continued so, and such a continuation stores nothing of its own to
+    read it from."""
     thread_id = config["configurable"]["thread_id"]
-    length = len(_replayed_line(scratch, thread_id))
+    length = _replayed_roots(scratch, thread_id)
     while length < until:
         state = graph.get_state(config)
         if not state.next or state.interrupts:  # finished, or an interrupt() waits
             return
         run(None, config)
-        length, before = len(_replayed_line(scratch, thread_id)), length
+        length, before = _replayed_roots(scratch, thread_id), length
         if length == before:
             return
 
@@ -215,6 +235,13 @@ def _end_of(last: CheckpointTuple, graph: Any) -> ResumeKind:
         loaded_checkpoint(last, stored.nodes if stored else ()),
         RunStart(False, interrupt_before, interrupt_after),
     ).kind
+
+
+def _replayed_roots(scratch: InMemorySaver, thread_id: str) -> int:
+    """Root checkpoints (every branch) the replay has written."""
+    return sum(
+        1 for _ in scratch.list({"configurable": {"thread_id": thread_id, "checkpoint_ns": ""}})
+    )
 
 
 def _replayed_line(scratch: InMemorySaver, thread_id: str) -> list[CheckpointTuple]:
@@ -230,29 +257,29 @@ def _root_line(tuples: Iterable[CheckpointTuple]) -> list[CheckpointTuple]:
         for t in tuples
         if not (t.config.get("configurable") or {}).get("checkpoint_ns")
     }
-    if not root:
-        return []
-    line: list[CheckpointTuple] = [root[max(root)]]
-    while (parent := _parent_id(line[-1])) is not None and parent in root:
-        line.append(root[parent])
-    line.reverse()
-    return line
+    return _line_of(list(root.values())) if root else []
 
 
 def _read(tuples: list[CheckpointTuple]) -> _Recording:
     """A thread's stored checkpoints (every namespace), its root line (the latest root
-    checkpoint's ancestors, oldest first) and what it was given along the line."""
+    checkpoint's ancestors, oldest first) and what it was given, in the order it was given,
+    on every branch: its inputs, its answers to interrupts, and its forks (a branch left by
+    time travel was run, and answered, before the fork was taken)."""
     line = _root_line(tuples)
     if not line:
         return _Recording([], tuples, problem="no checkpoint stored")
-    recording = _Recording(line, tuples)
+    roots = sorted(
+        (t for t in tuples if not (t.config.get("configurable") or {}).get("checkpoint_ns")),
+        key=lambda t: str(t.checkpoint["id"]),
+    )
+    recording = _Recording(line, tuples, roots=len(roots))
     if (line[0].metadata or {}).get("source") != "input":
         recording.problem = (
             "the recorded line does not start with the thread's input (written with "
             "durability 'exit', or pruned)"
         )
         return recording
-    for position, tup in enumerate(line):
+    for position, tup in enumerate(roots):
         source = (tup.metadata or {}).get("source")
         if source == "update":
             recording.problem = "an update_state in the recorded line"
@@ -260,7 +287,11 @@ def _read(tuples: list[CheckpointTuple]) -> _Recording:
         if source == "input":
             recording.actions.append(_Action(_recorded_input(tup), written_before=position))
         elif source == "fork" and position > 0:
-            recording.actions.append(_Action(fork=True, written_before=position))
+            depth = _depth_in_line(roots[:position], _parent_id(tup))
+            if depth is None:
+                recording.problem = "a fork from a checkpoint off the thread's latest line"
+                return recording
+            recording.actions.append(_Action(fork=True, fork_depth=depth, written_before=position))
         resumes = [w for w in tup.pending_writes or () if w[1] == RESUME_CHANNEL]
         given = [w for w in resumes if w[0] == NULL_TASK_ID]  # Command(resume=value)
         if resumes and not given:  # Command(resume={interrupt id: value, ...})
@@ -271,6 +302,16 @@ def _read(tuples: list[CheckpointTuple]) -> _Recording:
                 _Action(resume=given[-1][2], is_resume=True, written_before=position + 1)
             )
     return recording
+
+
+def _depth_in_line(before: Sequence[CheckpointTuple], checkpoint_id: str | None) -> int | None:
+    """The position of `checkpoint_id` in the line of the newest of `before` (the thread's
+    latest checkpoint then), None when it is not on that line."""
+    if not before or checkpoint_id is None:
+        return None
+    line = _line_of(list(before))
+    ids = [str(t.checkpoint["id"]) for t in line]
+    return ids.index(checkpoint_id) if checkpoint_id in ids else None
 
 
 def _recorded_input(tup: CheckpointTuple) -> Any:
@@ -301,8 +342,10 @@ def _result(
     unreplayable: str | None = None,
     error: str | None = None,
 ) -> ReplayResult:
-    expected = history_records(recording.line)
-    actual = history_records(_replayed_line(scratch, thread_id))
+    stored = _stores_hashes(recording.line)
+    expected = _records(recording.line, stored)
+    replayed = list(scratch.list({"configurable": {"thread_id": thread_id}}))
+    actual = _records(_root_line(replayed), stored)
     common = dict(
         thread_id=thread_id,
         checkpoints=len(expected),
@@ -321,21 +364,144 @@ def _result(
         actual = actual[: len(expected)]
     elif recording.end == "error" and error is not None and len(actual) == len(expected):
         error = None  # the recorded run failed at this point too
-    divergence = _first_divergence(expected, actual, error, lengths=unreplayable is None)
+    found = [
+        _first_divergence(expected, actual, error, lengths=unreplayable is None),
+        *_subgraph_divergences(recording.tuples, replayed, stored, recording.ends_mid_run),
+    ]
+    divergence = min(
+        (f for f in found if f is not None),
+        key=lambda f: f.reference_checkpoint_id or "~",
+        default=None,
+    )
     changed = answers.changed_arguments[0] if answers.changed_arguments else None
     if changed is not None and (divergence is None or (divergence.step or 0) > (changed.step or 0)):
-        divergence = Finding(
-            kind="trajectory",
-            step=changed.step,
-            checkpoint_id="",
-            reference_checkpoint_id="",
-            node=changed.tool,
-            expected=tool_call_key(changed.tool, changed.recorded),
-            actual=tool_call_key(changed.tool, changed.called),
-        )
+        divergence = _arguments_finding(changed)
     if unreplayable is not None and divergence is None:
         return ReplayResult(**common, unreplayable=unreplayable)  # type: ignore[arg-type]
     return ReplayResult(**common, divergence=divergence)  # type: ignore[arg-type]
+
+
+def _arguments_finding(changed: ArgumentChange) -> Finding:
+    """A tool called with other arguments than its recorded call (same call id)."""
+    recorded = ToolCall(
+        changed.tool,
+        tool_call_key(changed.tool, changed.recorded),
+        argument_hashes(changed.recorded),
+    )
+    called = ToolCall(
+        changed.tool, tool_call_key(changed.tool, changed.called), argument_hashes(changed.called)
+    )
+    return Finding(
+        kind="tool_arguments",
+        step=changed.step,
+        checkpoint_id="",
+        reference_checkpoint_id="",
+        node=changed.tool,
+        tool=changed.tool,
+        expected=recorded.key,
+        actual=called.key,
+        arguments=changed_arguments(recorded, called),
+        graph=changed.graph or None,
+    )
+
+
+def _stores_hashes(line: Sequence[CheckpointTuple]) -> bool:
+    """Whether the recording carries the wrapper's stored hashes (else both sides are hashed
+    offline, alike)."""
+    return all(
+        (stored := read_stored_telemetry(t.metadata)) is not None and stored.state_hash
+        for t in line
+    )
+
+
+def _records(tuples: Sequence[CheckpointTuple], stored: bool) -> list[CheckpointRecord]:
+    """The records replay compares, built alike for the recording and the replay: the tool
+    calls each checkpoint's own messages request and answer (a subgraph's are compared in its
+    own runs, not merged into its parent's step as the wrapper stores them), and the stored
+    hashes and nodes when the recording has them, else both hashed offline."""
+    return history_records([_comparable(t, stored) for t in tuples])
+
+
+def _comparable(tup: CheckpointTuple, keep_stored: bool) -> CheckpointTuple:
+    metadata = dict(tup.metadata or {})
+    value = metadata.get(names.METADATA_KEY)
+    if not keep_stored or not isinstance(value, dict):
+        metadata.pop(names.METADATA_KEY, None)
+    else:
+        metadata[names.METADATA_KEY] = {
+            k: v for k, v in value.items() if k not in (names.META_TOOLS, names.META_RUN_TOOLS)
+        }
+    return tup._replace(metadata=metadata)  # type: ignore[arg-type]
+
+
+def _subgraph_runs(tuples: Iterable[CheckpointTuple]) -> dict[str, list[list[CheckpointTuple]]]:
+    """Per subgraph (its namespace without task ids), its runs (one per namespace: a fork runs
+    it again under new task ids) in the order they started, each run's checkpoints oldest
+    first along its latest line."""
+    by_namespace: dict[str, list[CheckpointTuple]] = {}
+    for tup in tuples:
+        namespace = str((tup.config.get("configurable") or {}).get("checkpoint_ns") or "")
+        if namespace:
+            by_namespace.setdefault(namespace, []).append(tup)
+    runs: dict[str, list[list[CheckpointTuple]]] = {}
+    for namespace, members in by_namespace.items():
+        runs.setdefault(graph_key(namespace), []).append(_line_of(members))
+    for each in runs.values():
+        each.sort(key=lambda run: str(run[0].checkpoint["id"]))
+    return runs
+
+
+def _subgraph_divergences(
+    recorded: Iterable[CheckpointTuple],
+    replayed: Iterable[CheckpointTuple],
+    stored: bool,
+    ends_mid_run: bool,
+) -> list[Finding]:
+    """The first divergence of each subgraph's runs (see `_subgraph_runs`) from its recorded
+    runs; a recording that ends mid-run is compared as far as it goes."""
+    expected_runs, actual_runs = _subgraph_runs(recorded), _subgraph_runs(replayed)
+    found: list[Finding] = []
+    for key in sorted(set(expected_runs) | set(actual_runs)):
+        want, got = expected_runs.get(key, []), actual_runs.get(key, [])
+        for index in range(max(len(want), len(got))):
+            if index >= len(want):
+                if not ends_mid_run:  # a run the recording does not have
+                    found.append(
+                        _run_count(key, len(want), len(got), _records(got[index], stored)[0])
+                    )
+                break
+            expected = _records(want[index], stored)
+            actual = _records(got[index], stored) if index < len(got) else []
+            if ends_mid_run and index == len(want) - 1:
+                actual = actual[: len(expected)]
+            finding = _first_divergence(expected, actual, None, lengths=True)
+            if finding is not None:
+                found.append(finding.model_copy(update={"graph": key}))
+                break
+    return found
+
+
+def _run_count(key: str, expected: int, actual: int, first: CheckpointRecord) -> Finding:
+    return Finding(
+        kind="trajectory",
+        step=first.step,
+        checkpoint_id=first.checkpoint_id,
+        reference_checkpoint_id="",
+        node=key,
+        expected=f"{expected} runs of {key}",
+        actual=f"{actual} runs of {key}",
+        graph=key,
+    )
+
+
+def _line_of(tuples: Sequence[CheckpointTuple]) -> list[CheckpointTuple]:
+    """The latest checkpoint of `tuples` (one namespace) and its ancestors, oldest first."""
+    by_id = {str(t.checkpoint["id"]): t for t in tuples}
+    line = [by_id[max(by_id)]]
+    while (parent := _parent_id(line[-1])) is not None and parent in by_id:
+        line.append(by_id[parent])
+    line.reverse()
+    return line
 
 
 def _first_divergence(
@@ -351,31 +517,9 @@ def _first_divergence(
         findings = comparison.add(record)
         if findings:
             return findings[0]
-    if lengths and len(actual) > len(expected):  # it runs on where the recorded run ended
-        extra = actual[len(expected)]
-        return Finding(
-            kind="trajectory",
-            step=extra.step,
-            checkpoint_id=extra.checkpoint_id,
-            reference_checkpoint_id=expected[-1].checkpoint_id if expected else "",
-            node=",".join(extra.nodes) or None,
-            expected=f"{len(expected)} checkpoints",
-            actual=f"{len(actual)} checkpoints",
-        )
-    if lengths and (len(actual) != len(expected) or error is not None):
-        at = min(len(actual), len(expected))
-        reference = expected[at] if at < len(expected) else expected[-1]
-        last = actual[at - 1] if 0 < at <= len(actual) else None
-        return Finding(
-            kind="trajectory",
-            step=reference.step,
-            checkpoint_id=last.checkpoint_id if last else "",
-            reference_checkpoint_id=reference.checkpoint_id,
-            node=",".join(reference.nodes) or None,
-            expected=f"{len(expected)} checkpoints",
-            actual=error or f"{len(actual)} checkpoints",
-        )
-    return None
+    if not lengths or not expected:
+        return None
+    return length_finding(expected, actual, error)
 
 
 class ReplayFailed(AssertionError):
@@ -393,16 +537,17 @@ def describe(result: ReplayResult) -> str:
     where = ", ".join(
         part
         for part in (
+            f"{finding.graph}" if finding.graph else "",
             f"step {finding.step}" if finding.step is not None else "",
             f"node {finding.node}" if finding.node else "",
             f"channel {finding.channel}" if finding.channel else "",
         )
         if part
     )
-    return (
-        f"{result.thread_id}: {finding.kind} divergence at {where}: "
-        f"expected {finding.expected or '(absent)'}, got {finding.actual or '(absent)'}"
-    )
+    detail = f"expected {finding.expected or '(absent)'}, got {finding.actual or '(absent)'}"
+    if finding.arguments:
+        detail += f" (arguments {', '.join(finding.arguments)} differ)"
+    return f"{result.thread_id}: {finding.kind} divergence at {where}: {detail}"
 
 
 def assert_replays(

@@ -16,6 +16,7 @@ from collections.abc import Iterable
 
 from langgraph.checkpoint.otel import names
 from langgraph.checkpoint.otel.analysis.divergence import Finding
+from langgraph.checkpoint.otel.analysis.divergence.duplicate_tool_call import started_twice
 from langgraph.checkpoint.otel.options import DivergencePolicy
 from langgraph.checkpoint.otel.tools.otlp_json import SpanRecord
 
@@ -40,14 +41,12 @@ def side_effect_findings(spans: Iterable[SpanRecord], policy: DivergencePolicy) 
         if policy.is_repeatable(tool):
             continue
         findings.append(
-            Finding(
-                kind="duplicate_tool_call",
-                step=None,
-                checkpoint_id=str(last.attributes.get(names.CHECKPOINT_ID, "")),
-                reference_checkpoint_id=str(first.attributes.get(names.CHECKPOINT_ID, "")),
-                expected=key,
-                actual=tool,
-                traces=tuple(first_by_trace),
+            started_twice(
+                key,
+                tool,
+                str(last.attributes.get(names.CHECKPOINT_ID, "")),
+                str(first.attributes.get(names.CHECKPOINT_ID, "")),
+                tuple(first_by_trace),
             )
         )
     return findings

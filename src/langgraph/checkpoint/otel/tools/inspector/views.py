@@ -9,6 +9,7 @@ effects started twice (`side_effects`).
 
 from __future__ import annotations
 
+import json
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime
@@ -136,7 +137,9 @@ def _thread_spans(sources: Sources, thread_id: str) -> list[SpanRecord]:
     return [s for s in sources.spans if str(s.attributes.get(names.THREAD_ID, "")) == wanted]
 
 
-def _online_findings(spans: Iterable[SpanRecord]) -> list[Finding]:
+def _online_findings(spans: Iterable[SpanRecord], policy: DivergencePolicy) -> list[Finding]:
+    """The findings flagged online, as the put spans' events tell them, that `policy` keeps
+    (its detectors; a tool it declares repeatable is no duplicate)."""
     findings = []
     for span in spans:
         for event in span.events:
@@ -144,21 +147,53 @@ def _online_findings(spans: Iterable[SpanRecord]) -> list[Finding]:
                 continue
             a = event.attributes
             step = a.get(names.DIVERGENCE_STEP)
-            findings.append(
-                Finding(
-                    kind=str(a.get(names.DIVERGENCE_KIND, "state")),  # type: ignore[arg-type]
-                    step=step if isinstance(step, int) else None,
-                    checkpoint_id=str(span.attributes.get(names.CHECKPOINT_ID, "")),
-                    reference_checkpoint_id=str(
-                        a.get(names.DIVERGENCE_REFERENCE_CHECKPOINT_ID, "")
-                    ),
-                    node=_opt(a.get(names.DIVERGENCE_NODE)),
-                    channel=_opt(a.get(names.DIVERGENCE_CHANNEL)),
-                    expected=_opt(a.get(names.DIVERGENCE_EXPECTED)),
-                    actual=_opt(a.get(names.DIVERGENCE_ACTUAL)),
-                )
+            arguments = a.get(names.DIVERGENCE_ARGUMENTS) or ()
+            finding = Finding(
+                kind=str(a.get(names.DIVERGENCE_KIND, "state")),  # type: ignore[arg-type]
+                step=step if isinstance(step, int) else None,
+                checkpoint_id=str(span.attributes.get(names.CHECKPOINT_ID, "")),
+                reference_checkpoint_id=str(a.get(names.DIVERGENCE_REFERENCE_CHECKPOINT_ID, "")),
+                node=_opt(a.get(names.DIVERGENCE_NODE)),
+                channel=_opt(a.get(names.DIVERGENCE_CHANNEL)),
+                expected=_opt(a.get(names.DIVERGENCE_EXPECTED)),
+                actual=_opt(a.get(names.DIVERGENCE_ACTUAL)),
+                tool=_opt(a.get(names.DIVERGENCE_TOOL)),
+                arguments=tuple(str(x) for x in arguments),
+                graph=_opt(a.get(names.DIVERGENCE_GRAPH)),
             )
+            if kept(finding, policy):
+                findings.append(finding)
     return findings
+
+
+def kept(finding: Finding, policy: DivergencePolicy) -> bool:
+    """Whether `policy` reports `finding` (one found under another policy, online): its kind
+    is enabled, and a tool-call repeat is not of a tool the policy declares repeatable."""
+    if finding.kind not in policy.detectors:
+        return False
+    repeat = finding.kind in ("duplicate_tool_call", "repeated_side_effect")
+    tool = finding.tool or finding.actual
+    return not (repeat and tool is not None and policy.is_repeatable(tool))
+
+
+def stored_policy(
+    tuples: Sequence[CheckpointTuple], spans: Iterable[SpanRecord]
+) -> DivergencePolicy | None:
+    """The divergence policy the thread's latest run applied, as its newest checkpoint
+    (else its newest put or resume span) stored it; None when nothing says."""
+    for tup in sorted(tuples, key=lambda t: str(t.checkpoint["id"]), reverse=True):
+        stored = read_stored_telemetry(tup.metadata)
+        if stored is not None:
+            return DivergencePolicy.from_stored(stored.policy)
+    attributed = [s for s in spans if names.DIVERGENCE_POLICY in s.attributes]
+    if not attributed:
+        return None
+    newest = max(attributed, key=lambda s: s.start_time_unix_nano)
+    try:
+        value = json.loads(str(newest.attributes[names.DIVERGENCE_POLICY]))
+    except ValueError:
+        return None
+    return DivergencePolicy.from_stored(value) if isinstance(value, dict) else None
 
 
 def _opt(value: Any) -> str | None:
@@ -184,12 +219,14 @@ class ThreadData:
         `links`: the `--trace-url` template, which fills the views' link fields."""
         self.sources = sources
         self.thread_id = thread_id
-        self.policy = policy
         self.links = links
         self.spans = _thread_spans(sources, thread_id)
         if tuples is None:
             tuples = sources.checkpoints(thread_id) if sources.saver is not None else []
         self.tuples: list[CheckpointTuple] = sorted(tuples, key=lambda t: str(t.checkpoint["id"]))
+        stored = stored_policy(self.tuples, self.spans)
+        self.policy = policy if stored is None else stored.adding(policy)
+        """The policy the thread ran with (stored with its telemetry), the flags' added."""
         self.puts = sorted(
             (s for s in self.spans if s.name == names.SPAN_PUT),
             key=lambda s: str(s.attributes.get(names.CHECKPOINT_ID, "")),
@@ -211,7 +248,7 @@ class ThreadData:
             (f.kind, f.checkpoint_id, f.channel, f.actual): f
             for f in divergences(self.records, self.policy)
         }
-        for f in _online_findings(self.puts):
+        for f in _online_findings(self.puts, self.policy):
             found.setdefault((f.kind, f.checkpoint_id, f.channel, f.actual), f)
         started_twice = side_effect_findings(self.spans, self.policy)
         return sorted([*found.values(), *started_twice], key=lambda f: (f.checkpoint_id, f.kind))

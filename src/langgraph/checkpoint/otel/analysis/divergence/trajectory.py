@@ -1,0 +1,109 @@
+"""`trajectory`: the branch ran other nodes than the reference at this step, or its model
+asked for other tools (by name, in order), or one of the two ends its run here while the other
+goes on: the run took another path. The first departure ends the comparison (after it the
+branches are no longer comparable). Calls of the same tools with other arguments are
+`tool_arguments`."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from langgraph.checkpoint.otel.analysis.divergence.finding import Detector, Finding, Step, finding
+from langgraph.checkpoint.otel.analysis.records import CheckpointRecord
+
+
+class Trajectory(Detector):
+    kind = "trajectory"
+    departs = True
+
+    def step(self, step: Step) -> list[Finding]:
+        expected, actual = step.expected, step.record
+        if expected is None:
+            return []
+        if tuple(expected.nodes) != tuple(actual.nodes):
+            return [
+                finding(
+                    "trajectory",
+                    expected.checkpoint_id,
+                    actual,
+                    expected=",".join(expected.nodes),
+                    actual=",".join(actual.nodes),
+                )
+            ]
+        if (
+            expected.scheduled is not None
+            and actual.scheduled is not None
+            and bool(expected.scheduled) != bool(actual.scheduled)
+        ):  # one run ends here, the other goes on
+            return [
+                finding(
+                    "trajectory",
+                    expected.checkpoint_id,
+                    actual,
+                    expected=_next(expected.scheduled),
+                    actual=_next(actual.scheduled),
+                )
+            ]
+        if not (expected.tools_known and actual.tools_known):
+            return []
+        want = [call.name for call in expected.tool_calls]
+        got = [call.name for call in actual.tool_calls]
+        if want == got:
+            return []
+        at = next((i for i, (w, g) in enumerate(zip(want, got, strict=False)) if w != g), None)
+        at = min(len(want), len(got)) if at is None else at
+        return [
+            finding(
+                "trajectory",
+                expected.checkpoint_id,
+                actual,
+                expected=_name_at(want, at),
+                actual=_name_at(got, at),
+                tool=_name_at(got, at) if at < len(got) else _name_at(want, at),
+            )
+        ]
+
+
+def _next(scheduled: Sequence[str]) -> str:
+    return "then " + ",".join(scheduled) if scheduled else "(end)"
+
+
+def _name_at(names: Sequence[str], index: int) -> str:
+    return names[index] if index < len(names) else "(none)"
+
+
+def length_finding(
+    expected: Sequence[CheckpointRecord],
+    actual: Sequence[CheckpointRecord],
+    failure: str | None = None,
+    graph: str | None = None,
+) -> Finding | None:
+    """Where a branch that matched the reference checkpoint by checkpoint stops matching by
+    its length: it runs on past the reference's end (at its first extra checkpoint), or it
+    ends (or fails, `failure`) short of it; None when both have the same length and nothing
+    failed."""
+    if len(actual) > len(expected):
+        extra = actual[len(expected)]
+        return finding(
+            "trajectory",
+            expected[-1].checkpoint_id if expected else "",
+            extra,
+            expected=f"{len(expected)} checkpoints",
+            actual=f"{len(actual)} checkpoints",
+            graph=graph,
+        )
+    if len(actual) == len(expected) and failure is None:
+        return None
+    at = min(len(actual), len(expected))
+    reference = expected[at] if at < len(expected) else expected[-1]
+    last = actual[at - 1] if 0 < at <= len(actual) else None
+    return Finding(
+        kind="trajectory",
+        step=reference.step,
+        checkpoint_id=last.checkpoint_id if last else "",
+        reference_checkpoint_id=reference.checkpoint_id,
+        node=",".join(reference.nodes) or None,
+        expected=f"{len(expected)} checkpoints",
+        actual=failure or f"{len(actual)} checkpoints",
+        graph=graph,
+    )
