@@ -288,19 +288,17 @@ def judge_replay(rec: Recording, spec_new: AppSpec) -> Judgement:
 
 
 def _replay_place(result: Any, diffs: list[Difference]) -> str | None:
-    """None when the replay's divergence names the graph where the runs first differ (a
-    supervisor's worker by its node), else what it named."""
+    """None when the replay's divergence names the graph where the runs first differ (the
+    subgraph it names, or for the root the node that runs that subgraph), else what it
+    named."""
     finding = result.divergence
     graphs = {d.graph.split("|")[0] for d in diffs}
-    named = {
-        finding.node or "",
-        *(finding.node or "").split(","),
-        getattr(finding, "namespace", "") or "",
-    }
-    named |= {n.split("|")[0].partition(":")[0] for n in named}
+    named = {(finding.graph or "").split("|")[0], *(finding.node or "").split(",")}
     if "" in graphs or graphs & named:
         return None
-    return f"named {finding.node}, the runs differ in {sorted(graphs)}"
+    return (
+        f"named {finding.graph or 'the root'} {finding.node}, the runs differ in {sorted(graphs)}"
+    )
 
 
 def judge_compat(rec: Recording, spec_new: AppSpec) -> Judgement:

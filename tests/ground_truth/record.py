@@ -8,6 +8,7 @@ import json
 import os
 import sqlite3
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 from langgraph.checkpoint.sqlite import SqliteSaver
@@ -44,7 +45,9 @@ def main(spec_json: str, scenario_json: str, thread_id: str, db: str, log: str) 
     *before, last = scenario.acts
     drive(graph, thread_id, tuple(before), world, spec)
     world.kill_at, world.really_kill = scenario.kill, True
-    drive(graph, thread_id, (last,), world, spec)
+    # sync durability: each step is stored before the next starts, so what a kill leaves is
+    # the same on every run (with async it races the kill: the harness must be repeatable)
+    drive(graph, thread_id, (last,), world, replace(spec, durability="sync"))
     sys.exit(3)  # the kill point was never reached
 
 

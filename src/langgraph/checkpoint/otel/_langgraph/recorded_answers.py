@@ -54,13 +54,31 @@ class ArgumentChange:
     step: int | None
     graph: str = ""
     """The graph the tool's node runs in (its namespace without task ids; "" the root)."""
+    recorded_checkpoint: str = ""
+    """The recorded checkpoint the model answer that asked for the call was written on."""
+
+
+@dataclass(frozen=True)
+class UnofferedCall:
+    """A recorded model answer asks for a tool the new graph no longer gives that model (its
+    graph's tool node lacks it): renamed or removed."""
+
+    tool: str
+    graph: str
+    step: int | None
+    recorded_checkpoint: str
 
 
 @dataclass
 class RecordedAnswers:
     """What a thread's recording answers: model answers by graph, tool answers by call id."""
 
-    models: dict[str, deque[AIMessage]] = field(default_factory=dict)
+    models: dict[str, deque[tuple[AIMessage, str]]] = field(default_factory=dict)
+    """graph -> its model answers, in recorded order, each with the checkpoint it was written
+    on."""
+    offered: Mapping[str, Collection[str]] = field(default_factory=dict)
+    """graph -> the tools its tool node runs in the new code (graphs absent: not checked)."""
+    unoffered: list[UnofferedCall] = field(default_factory=list)
     tools: dict[str, list[ToolMessage]] = field(default_factory=dict)
     """call id -> its distinct recorded answers, oldest first (a model that reuses call ids
     reuses them on a fork: the n-th call of an id gets the n-th answer, or the last)."""
@@ -71,8 +89,9 @@ class RecordedAnswers:
     later)."""
     parked: dict[str, list[Any]] = field(default_factory=dict)
     """graph -> values of recorded interrupts never answered (the thread is parked there)."""
-    requested: dict[str, list[Any]] = field(default_factory=dict)
-    """call id -> the distinct arguments the recorded model answers asked the tool for."""
+    requested: dict[str, list[tuple[Any, str]]] = field(default_factory=dict)
+    """call id -> the distinct arguments the recorded model answers asked the tool for, each
+    with the checkpoint the answer was written on."""
     changed_arguments: list[ArgumentChange] = field(default_factory=list)
     model_calls: int = 0
     tool_calls: int = 0
@@ -107,10 +126,17 @@ class RecordedAnswers:
                 if len(tool_messages) == 1 and not ai:  # a tool call's own task
                     answered[task] = tool_messages[0].tool_call_id
                 if ai and not tool_messages:
-                    answers.models.setdefault(graph_key(namespace), deque()).extend(ai)
+                    answers.models.setdefault(graph_key(namespace), deque()).extend(
+                        (m, str(tup.checkpoint.get("id", ""))) for m in ai
+                    )
                 for answer in ai:
                     for call in answer.tool_calls:
-                        _add_distinct(answers.requested, str(call.get("id")), call.get("args"))
+                        _add_distinct(
+                            answers.requested,
+                            str(call.get("id")),
+                            (call.get("args"), str(tup.checkpoint.get("id", ""))),
+                            lambda pair: repr(pair[0]),
+                        )
             for task, asked in interrupted.items():
                 if task in answered:
                     _add_distinct(answers.interrupts, answered[task], asked)
@@ -119,7 +145,8 @@ class RecordedAnswers:
         return answers
 
     def answer_model(self) -> AIMessage:
-        key = _recorded_in(self.models, _current_graph())
+        graph = _current_graph()
+        key = _recorded_in(self.models, graph)
         with _lock:
             queue = self.models.get(key)
             if not queue:
@@ -127,7 +154,15 @@ class RecordedAnswers:
                     f"a model call in graph {key or '(root)'!r} has no recorded answer"
                 )
             self.model_calls += 1
-            return queue.popleft()
+            answer, checkpoint_id = queue.popleft()
+            tools = self.offered.get(graph)
+            for call in answer.tool_calls if tools is not None else ():
+                if call.get("name") not in tools and not self.runs(str(call.get("name"))):
+                    step = (_current_config().get("metadata") or {}).get("langgraph_step")
+                    self.unoffered.append(
+                        UnofferedCall(str(call.get("name")), graph, step, checkpoint_id)
+                    )
+            return answer
 
     def answer_tool(self, tool: BaseTool, call_id: str | None, arguments: Any) -> ToolMessage:
         """The recorded answer; a call that interrupted when recorded interrupts again with
@@ -148,13 +183,14 @@ class RecordedAnswers:
                 raise Unanswered(f"a call of tool {name!r} has no recorded answer")
             self.tool_calls += 1
             self._given[key] = given + 1
-            requested = _nth(self.requested.get(key), given, None)
+            requested, asked_on = _nth(self.requested.get(key), given, (None, ""))
             called = _model_arguments(tool, arguments)
             if isinstance(called, dict) and requested is not None and called != requested:
                 step = (_current_config().get("metadata") or {}).get("langgraph_step")
-                graph = _current_graph()
                 self.changed_arguments.append(
-                    ArgumentChange(name, str(call_id), requested, called, step, graph)
+                    ArgumentChange(
+                        name, str(call_id), requested, called, step, _current_graph(), asked_on
+                    )
                 )
             return _nth(recorded, given, None)
 

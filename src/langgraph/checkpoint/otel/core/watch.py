@@ -4,8 +4,8 @@ A resume (other than `continue`) opens a session for its thread and namespace: t
 already answered in the loaded state's current turn (since its last human message: a call an
 earlier turn made is not a duplicate when a later turn makes it again) and, after a fork, the
 reference branch (the earlier descendants of the checkpoint forked from, read back through the
-inner saver by the wrapper, bounded by the policy's window). Each later put of that thread is turned into a record and
-compared. No OpenTelemetry here, and no saver I/O: reference reads are requested through a
+inner saver by the wrapper, bounded by the policy's window). Each later put of that thread is
+turned into a record and compared. No OpenTelemetry here, and no saver I/O: reference reads are requested through a
 generator the saver drives, so sync and async savers share this logic.
 """
 

@@ -229,10 +229,19 @@ def pending_tool_calls(
 
 
 def _unanswered(graph: str, tup: CheckpointTuple, channel: str) -> list[tuple[str, str, Any]]:
+    """The calls of the last model answer in `tup`'s messages that no tool message answers,
+    in its messages or in the writes its tasks already stored (LangGraph applies those on
+    resume instead of running the call again)."""
     messages = (tup.checkpoint.get("channel_values") or {}).get(channel)
     if not isinstance(messages, list):
         return []
-    answered: set[str] = set()
+    answered = {
+        str(getattr(m, "tool_call_id", ""))
+        for _, written, value in tup.pending_writes or ()
+        if written == channel
+        for m in (value if isinstance(value, list) else [value])
+        if getattr(m, "type", None) == "tool"
+    }
     for message in reversed(messages):
         if getattr(message, "type", None) == "tool":
             answered.add(str(getattr(message, "tool_call_id", "")))

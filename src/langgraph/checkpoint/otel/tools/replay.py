@@ -36,11 +36,16 @@ from opentelemetry.sdk.trace import TracerProvider
 
 from langgraph.checkpoint.otel import names
 from langgraph.checkpoint.otel._langgraph.formats import NULL_TASK_ID, graph_key
-from langgraph.checkpoint.otel._langgraph.graph import runs_only_async, static_interrupts
+from langgraph.checkpoint.otel._langgraph.graph import (
+    graph_tools,
+    runs_only_async,
+    static_interrupts,
+)
 from langgraph.checkpoint.otel._langgraph.recorded_answers import (
     ArgumentChange,
     RecordedAnswers,
     Unanswered,
+    UnofferedCall,
     answering,
 )
 from langgraph.checkpoint.otel.analysis.divergence import BranchComparison, Finding
@@ -170,6 +175,7 @@ def _replay(
         update={"checkpointer": instrument(scratch, tracer_provider=TracerProvider())}
     )
     answers = RecordedAnswers.of(recording.tuples, CONTROL_TOOLS | frozenset(run_tools))
+    answers.offered = {graph: set(tools) for graph, tools in graph_tools(graph).items()}
     config = {"configurable": {"thread_id": thread_id}}
     run = _async_runner(replaying) if runs_only_async(graph) else replaying.invoke
     error: str | None = None
@@ -360,25 +366,64 @@ def _result(
             f"delta channel {', '.join(sorted(unseen))} stored without its snapshot or the "
             "wrapper's hash: the recorded state cannot be compared"
         )
-    if recording.ends_mid_run:
-        actual = actual[: len(expected)]
-    elif recording.end == "error" and error is not None and len(actual) == len(expected):
+    if recording.end == "error" and error is not None and len(actual) == len(expected):
         error = None  # the recorded run failed at this point too
     found = [
-        _first_divergence(expected, actual, error, lengths=unreplayable is None),
+        _first_divergence(
+            expected,
+            actual[: len(expected)] if recording.ends_mid_run else actual,
+            error,
+            lengths=unreplayable is None,
+        ),
+        _next_after_end(expected, actual) if recording.ends_mid_run else None,
         *_subgraph_divergences(recording.tuples, replayed, stored, recording.ends_mid_run),
+        *(_arguments_finding(change) for change in answers.changed_arguments[:1]),
+        *(_unoffered_finding(call) for call in answers.unoffered[:1]),
     ]
     divergence = min(
         (f for f in found if f is not None),
         key=lambda f: f.reference_checkpoint_id or "~",
         default=None,
     )
-    changed = answers.changed_arguments[0] if answers.changed_arguments else None
-    if changed is not None and (divergence is None or (divergence.step or 0) > (changed.step or 0)):
-        divergence = _arguments_finding(changed)
     if unreplayable is not None and divergence is None:
         return ReplayResult(**common, unreplayable=unreplayable)  # type: ignore[arg-type]
     return ReplayResult(**common, divergence=divergence)  # type: ignore[arg-type]
+
+
+def _next_after_end(
+    expected: Sequence[CheckpointRecord], actual: Sequence[CheckpointRecord]
+) -> Finding | None:
+    """For a recording that ends mid-run: the nodes its last checkpoint scheduled (what was
+    about to run when its process died) against those the replay scheduled there."""
+    if not expected or len(actual) < len(expected):
+        return None
+    want, got = expected[-1].scheduled, actual[len(expected) - 1].scheduled
+    if want is None or got is None or set(want) == set(got):
+        return None
+    return Finding(
+        kind="trajectory",
+        step=expected[-1].step,
+        checkpoint_id=actual[len(expected) - 1].checkpoint_id,
+        reference_checkpoint_id=expected[-1].checkpoint_id,
+        node=",".join(want) or None,
+        expected="then " + (",".join(want) or "(end)"),
+        actual="then " + (",".join(got) or "(end)"),
+    )
+
+
+def _unoffered_finding(call: UnofferedCall) -> Finding:
+    """A recorded call of a tool the new graph no longer gives the model that asked for it."""
+    return Finding(
+        kind="trajectory",
+        step=call.step,
+        checkpoint_id="",
+        reference_checkpoint_id=call.recorded_checkpoint,
+        node=call.tool,
+        tool=call.tool,
+        expected=call.tool,
+        actual="(not a tool of the new graph)",
+        graph=call.graph or None,
+    )
 
 
 def _arguments_finding(changed: ArgumentChange) -> Finding:
@@ -395,7 +440,7 @@ def _arguments_finding(changed: ArgumentChange) -> Finding:
         kind="tool_arguments",
         step=changed.step,
         checkpoint_id="",
-        reference_checkpoint_id="",
+        reference_checkpoint_id=changed.recorded_checkpoint,
         node=changed.tool,
         tool=changed.tool,
         expected=recorded.key,

@@ -9,7 +9,6 @@ effects started twice (`side_effects`).
 
 from __future__ import annotations
 
-import json
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime
@@ -52,6 +51,7 @@ from langgraph.checkpoint.otel.tools.inspector.model import (
     Timeline,
     TraceLink,
 )
+from langgraph.checkpoint.otel.tools.inspector.policies import ThreadPolicies
 from langgraph.checkpoint.otel.tools.inspector.side_effects import side_effect_findings
 from langgraph.checkpoint.otel.tools.inspector.sources import SourceError, Sources
 from langgraph.checkpoint.otel.tools.inspector.thread_list import ThreadQuery, latest_threads
@@ -137,9 +137,8 @@ def _thread_spans(sources: Sources, thread_id: str) -> list[SpanRecord]:
     return [s for s in sources.spans if str(s.attributes.get(names.THREAD_ID, "")) == wanted]
 
 
-def _online_findings(spans: Iterable[SpanRecord], policy: DivergencePolicy) -> list[Finding]:
-    """The findings flagged online, as the put spans' events tell them, that `policy` keeps
-    (its detectors; a tool it declares repeatable is no duplicate)."""
+def _online_findings(spans: Iterable[SpanRecord]) -> list[Finding]:
+    """The findings flagged online, as the put spans' events tell them."""
     findings = []
     for span in spans:
         for event in span.events:
@@ -148,52 +147,24 @@ def _online_findings(spans: Iterable[SpanRecord], policy: DivergencePolicy) -> l
             a = event.attributes
             step = a.get(names.DIVERGENCE_STEP)
             arguments = a.get(names.DIVERGENCE_ARGUMENTS) or ()
-            finding = Finding(
-                kind=str(a.get(names.DIVERGENCE_KIND, "state")),  # type: ignore[arg-type]
-                step=step if isinstance(step, int) else None,
-                checkpoint_id=str(span.attributes.get(names.CHECKPOINT_ID, "")),
-                reference_checkpoint_id=str(a.get(names.DIVERGENCE_REFERENCE_CHECKPOINT_ID, "")),
-                node=_opt(a.get(names.DIVERGENCE_NODE)),
-                channel=_opt(a.get(names.DIVERGENCE_CHANNEL)),
-                expected=_opt(a.get(names.DIVERGENCE_EXPECTED)),
-                actual=_opt(a.get(names.DIVERGENCE_ACTUAL)),
-                tool=_opt(a.get(names.DIVERGENCE_TOOL)),
-                arguments=tuple(str(x) for x in arguments),
-                graph=_opt(a.get(names.DIVERGENCE_GRAPH)),
+            findings.append(
+                Finding(
+                    kind=str(a.get(names.DIVERGENCE_KIND, "state")),  # type: ignore[arg-type]
+                    step=step if isinstance(step, int) else None,
+                    checkpoint_id=str(span.attributes.get(names.CHECKPOINT_ID, "")),
+                    reference_checkpoint_id=str(
+                        a.get(names.DIVERGENCE_REFERENCE_CHECKPOINT_ID, "")
+                    ),
+                    node=_opt(a.get(names.DIVERGENCE_NODE)),
+                    channel=_opt(a.get(names.DIVERGENCE_CHANNEL)),
+                    expected=_opt(a.get(names.DIVERGENCE_EXPECTED)),
+                    actual=_opt(a.get(names.DIVERGENCE_ACTUAL)),
+                    tool=_opt(a.get(names.DIVERGENCE_TOOL)),
+                    arguments=tuple(str(x) for x in arguments),
+                    graph=_opt(a.get(names.DIVERGENCE_GRAPH)),
+                )
             )
-            if kept(finding, policy):
-                findings.append(finding)
     return findings
-
-
-def kept(finding: Finding, policy: DivergencePolicy) -> bool:
-    """Whether `policy` reports `finding` (one found under another policy, online): its kind
-    is enabled, and a tool-call repeat is not of a tool the policy declares repeatable."""
-    if finding.kind not in policy.detectors:
-        return False
-    repeat = finding.kind in ("duplicate_tool_call", "repeated_side_effect")
-    tool = finding.tool or finding.actual
-    return not (repeat and tool is not None and policy.is_repeatable(tool))
-
-
-def stored_policy(
-    tuples: Sequence[CheckpointTuple], spans: Iterable[SpanRecord]
-) -> DivergencePolicy | None:
-    """The divergence policy the thread's latest run applied, as its newest checkpoint
-    (else its newest put or resume span) stored it; None when nothing says."""
-    for tup in sorted(tuples, key=lambda t: str(t.checkpoint["id"]), reverse=True):
-        stored = read_stored_telemetry(tup.metadata)
-        if stored is not None:
-            return DivergencePolicy.from_stored(stored.policy)
-    attributed = [s for s in spans if names.DIVERGENCE_POLICY in s.attributes]
-    if not attributed:
-        return None
-    newest = max(attributed, key=lambda s: s.start_time_unix_nano)
-    try:
-        value = json.loads(str(newest.attributes[names.DIVERGENCE_POLICY]))
-    except ValueError:
-        return None
-    return DivergencePolicy.from_stored(value) if isinstance(value, dict) else None
 
 
 def _opt(value: Any) -> str | None:
@@ -224,13 +195,13 @@ class ThreadData:
         if tuples is None:
             tuples = sources.checkpoints(thread_id) if sources.saver is not None else []
         self.tuples: list[CheckpointTuple] = sorted(tuples, key=lambda t: str(t.checkpoint["id"]))
-        stored = stored_policy(self.tuples, self.spans)
-        self.policy = policy if stored is None else stored.adding(policy)
-        """The policy the thread ran with (stored with its telemetry), the flags' added."""
         self.puts = sorted(
             (s for s in self.spans if s.name == names.SPAN_PUT),
             key=lambda s: str(s.attributes.get(names.CHECKPOINT_ID, "")),
         )
+        self.policies = ThreadPolicies(self.tuples, self.puts, policy)
+        """The policies the thread's checkpoints were written under, the flags' added."""
+        self.policy = self.policies.latest
         if not self.tuples and not self.puts:
             raise UnknownThreadError(f"no checkpoints of thread {thread_id!r} in these sources")
         if self.tuples:
@@ -246,12 +217,13 @@ class ThreadData:
         effects started in two traces (`side_effects`)."""
         found = {
             (f.kind, f.checkpoint_id, f.channel, f.actual): f
-            for f in divergences(self.records, self.policy)
+            for f in divergences(self.records, self.policies.detection)
         }
-        for f in _online_findings(self.puts, self.policy):
+        for f in _online_findings(self.puts):
             found.setdefault((f.kind, f.checkpoint_id, f.channel, f.actual), f)
         started_twice = side_effect_findings(self.spans, self.policy)
-        return sorted([*found.values(), *started_twice], key=lambda f: (f.checkpoint_id, f.kind))
+        kept = [f for f in found.values() if self.policies.keeps(f)]
+        return sorted([*kept, *started_twice], key=lambda f: (f.checkpoint_id, f.kind))
 
     @cached_property
     def timeline(self) -> Timeline:
