@@ -205,7 +205,10 @@ def test_a_bad_detector_name_lists_the_valid_ones() -> None:
         DivergencePolicy(detectors=frozenset({"stat"}))  # type: ignore[arg-type]
     message = str(info.value)
     assert "unknown detector 'stat'; did you mean 'state'?" in message
-    assert "valid detectors: state, trajectory, duplicate_tool_call" in message
+    assert (
+        "valid detectors: state, trajectory, tool_arguments, duplicate_tool_call, "
+        "repeated_side_effect, concurrent_write" in message
+    )
     assert "[type=" not in message
     assert DivergencePolicy(detectors=frozenset({"state"})).detectors == {"state"}
 

@@ -110,8 +110,9 @@ def test_tool_trajectory_and_the_argument_policy() -> None:
     ref = [rec("r1", calls=(SEARCH,))]
     found = compare_branches(ref, [rec("b1", calls=(CALENDAR,))])
     assert [(f.kind, f.expected, f.actual) for f in found] == [("trajectory", "search", "calendar")]
-    assert [f.kind for f in compare_branches(ref, [rec("b1", calls=(SEARCH_OTHER_ARGS,))])] == [
-        "trajectory"
+    other_args = compare_branches(ref, [rec("b1", calls=(SEARCH_OTHER_ARGS,))])
+    assert [(f.kind, f.tool, f.expected, f.actual) for f in other_args] == [
+        ("tool_arguments", "search", "search:aaa", "search:bbb")
     ]
     names_only = DivergencePolicy(compare_tool_args=False)
     assert compare_branches(ref, [rec("b1", calls=(SEARCH_OTHER_ARGS,))], policy=names_only) == []
@@ -473,7 +474,9 @@ def test_forks_of_a_deterministic_agent_give_no_finding_and_events_name_the_node
 
 
 def test_a_repeatable_tool_may_be_named_by_a_pattern() -> None:
-    policy = DivergencePolicy(repeatable_tools=frozenset({"transfer_to_*", "lookup"}))
+    policy = DivergencePolicy(
+        repeatable_tools=frozenset({"transfer_to_*", "lookup"}), control_tools=frozenset()
+    )
     assert policy.is_repeatable("transfer_to_refunds")
     assert policy.is_repeatable("lookup")
     assert not policy.is_repeatable("issue_refund")
@@ -518,3 +521,49 @@ def test_a_fork_of_a_checkpoint_off_the_latest_branch_is_compared_with_its_own_b
             if e.name == names.EVENT_DIVERGENCE
         )
         assert found == again, (point["configurable"]["checkpoint_id"], found, again)
+
+
+def test_handoff_and_delegation_tools_are_repeatable_unless_the_policy_says_otherwise() -> None:
+    default = DivergencePolicy()
+    for tool in ("transfer_to_billing_agent", "transfer_back_to_supervisor", "task"):
+        assert default.is_repeatable(tool) and default.is_control(tool)
+    assert not default.is_repeatable("issue_refund")
+    strict = DivergencePolicy(control_tools=frozenset())
+    assert not strict.is_repeatable("transfer_to_billing_agent")
+    handoff = ToolCall("transfer_to_refunds", "transfer_to_refunds:eee")
+    again = compare_branches([rec("c1", results=(handoff,))], [rec("d1", results=(handoff,))])
+    assert again == []
+    assert [f.kind for f in compare_branches(
+        [rec("c1", results=(handoff,))], [rec("d1", results=(handoff,))], policy=strict
+    )] == ["duplicate_tool_call"]
+
+
+REFUND_8900 = ToolCall("issue_refund", "issue_refund:111", {"order": "a1", "amount": "h89"})
+REFUND_9900 = ToolCall("issue_refund", "issue_refund:222", {"order": "a1", "amount": "h99"})
+REFUND_OTHER_ORDER = ToolCall("issue_refund", "issue_refund:333", {"order": "b2", "amount": "h15"})
+
+
+def test_a_side_effect_run_again_with_other_arguments_is_a_repeated_side_effect() -> None:
+    """The branch the fork left refunded order a1; the fork refunds a1 for another amount:
+    both keys, and the argument that differs; another order is another call."""
+    reference = [rec("r1", results=(REFUND_8900,))]
+    found = compare_branches(reference, [rec("b1", results=(REFUND_9900,))])
+    repeated = [f for f in found if f.kind == "repeated_side_effect"]
+    assert [(f.tool, f.expected, f.actual, f.arguments) for f in repeated] == [
+        ("issue_refund", "issue_refund:111", "issue_refund:222", ("amount",))
+    ]
+    assert repeated[0].reference_checkpoint_id == "r1"
+    other = compare_branches(reference, [rec("b1", results=(REFUND_OTHER_ORDER,))])
+    assert [f.kind for f in other] == []
+    same = compare_branches(reference, [rec("b1", results=(REFUND_8900,))])
+    assert [f.kind for f in same] == ["duplicate_tool_call"]
+
+
+def test_a_run_that_ends_where_the_reference_went_on_departs() -> None:
+    reference = [rec("r1", nodes=("billing",)), rec("r2", nodes=("wrap_up",))]
+    ends = [
+        CheckpointRecord("b1", None, 1, "loop", ("billing",), scheduled=()),
+    ]
+    reference[0] = CheckpointRecord("r1", None, 1, "loop", ("billing",), scheduled=("wrap_up",))
+    (found,) = compare_branches(reference, ends)
+    assert (found.kind, found.expected, found.actual) == ("trajectory", "then wrap_up", "(end)")

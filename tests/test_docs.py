@@ -22,6 +22,7 @@ NOT_TELEMETRY = {
     "META_TOOLS",
     "META_RUN_TOOLS",
     "META_GRAPH",
+    "META_POLICY",
     "UNVERSIONED",
     "SCOPE",
 }

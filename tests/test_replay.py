@@ -135,9 +135,11 @@ def _first_step(saver: SqliteSaver, node: str, nth: int = 1) -> int:
 
 EXPECTED = {
     # change: (kind, node, channel, (node whose recorded run the finding is at, nth run))
-    "route": ("state", "Guard.after_model", "jump_to", ("Guard.after_model", 2)),
-    "rename_tool": ("state", "tools", "messages", ("tools", 1)),
-    "change_argument": ("trajectory", "lookup", None, ("tools", 1)),
+    # the guard ends the run where the recorded run went on
+    "route": ("trajectory", "Guard.after_model", None, ("Guard.after_model", 2)),
+    # the recorded answer asks for `search`, which the new graph does not offer the model
+    "rename_tool": ("trajectory", "search", None, ("model", 1)),
+    "change_argument": ("tool_arguments", "lookup", None, ("tools", 1)),
     "rename_state_key": (
         "state",
         "TurnCounter.after_model",

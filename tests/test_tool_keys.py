@@ -709,6 +709,9 @@ def test_diverge_reports_the_side_effect_started_twice(
             "expected": tool_call_key("book", {"flight": "TP1353"}),
             "actual": "book",
             "traces": [first.trace_id, second.trace_id],
+            "tool": "book",
+            "arguments": [],
+            "graph": None,
         }
     ]
     code = inspector(["diverge", THREAD, *sources])

@@ -119,7 +119,8 @@ class AppSpec:
     def control_tools(self) -> tuple[str, ...]:
         """The handoff and delegation tools the app's agents route with."""
         if self.shape == "supervisor":
-            return tuple(f"transfer_to_{a.role}" for a in self.agents[1:]) + (
+            return (
+                *(f"transfer_to_{a.role}" for a in self.agents[1:]),
                 "transfer_back_to_supervisor",
             )
         if self.shape == "swarm":

@@ -252,9 +252,8 @@ def generate(seed: int, count: int) -> list[Case]:
     must: list[int] = []
     seen: set[tuple[str, str, str]] = set()
     for index, (spec, drawn, change, _) in enumerate(pools):
-        if (
-            change.kind == "none"
-            or (spec.shape, change.name, drawn.kind) not in seen
+        if change.kind == "none" or (
+            (spec.shape, change.name, drawn.kind) not in seen
             and (spec.shape, change.name) not in {(s, c) for s, c, _ in seen}
         ):
             must.append(index)

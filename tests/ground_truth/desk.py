@@ -32,6 +32,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, System
 from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.tools import BaseTool, StructuredTool
 from langgraph.types import interrupt
+from pydantic import Field
 
 ORDER = re.compile(r"\b([A-Z]\d+)\b")
 AMOUNT = re.compile(r"amount (\d+)")
@@ -52,7 +53,7 @@ SHIPPING_FLAG = "Add 500 cents of shipping to every refund."
 PROMPT_FLAGS = (EMAIL_FLAG, SHIPPING_FLAG)
 
 
-class Stopped(BaseException):  # noqa: N818 - not an error: the run stops where a kill would land
+class Stopped(BaseException):
     """Raised in-process where a recording's process was killed (`World.kill_at`)."""
 
 
@@ -286,7 +287,7 @@ class DeskModel(BaseChatModel):
 
     role: str
     world: Any
-    team: dict[str, tuple[str, ...]] = {}
+    team: dict[str, tuple[str, ...]] = Field(default_factory=dict)
     ids: str = "random"
     bound: tuple[tuple[str, str | None], ...] = ()
     """(tool name, capability) of the bound tools."""

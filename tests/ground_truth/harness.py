@@ -22,8 +22,6 @@ from typing import Any
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.checkpoint.sqlite import SqliteSaver
 
-from langgraph.checkpoint.otel.analysis.divergence import Finding
-
 from ground_truth import verdicts
 from ground_truth.apps import AppSpec, build
 from ground_truth.desk import World
@@ -38,6 +36,7 @@ from ground_truth.oracle import (
     repeated_effects,
 )
 from ground_truth.threads import Act, Outcome, Scenario, drive
+from langgraph.checkpoint.otel.analysis.divergence import Finding
 
 TESTS = Path(__file__).resolve().parent.parent
 

@@ -121,7 +121,7 @@ def differences(
             left, right = sorted(left), sorted(right)
         if left != right:
             at = next(
-                (i for i, (x, y) in enumerate(zip(left, right)) if x != y),
+                (i for i, (x, y) in enumerate(zip(left, right, strict=False)) if x != y),
                 min(len(left), len(right)),
             )
             name = (left[at] if at < len(left) else right[at])[0]

@@ -10,14 +10,13 @@ from typing import Any
 from langgraph.checkpoint.sqlite import SqliteSaver
 from opentelemetry.sdk.trace import TracerProvider
 
+from ground_truth.apps import AppSpec
 from langgraph.checkpoint.otel import DivergencePolicy, instrument
 from langgraph.checkpoint.otel.analysis.divergence import Finding
 from langgraph.checkpoint.otel.tools.compat import CompatCheck, thread_verdict
 from langgraph.checkpoint.otel.tools.inspector.sources import Sources
 from langgraph.checkpoint.otel.tools.inspector.views import ThreadData
 from langgraph.checkpoint.otel.tools.replay import ReplayResult, replay_thread
-
-from ground_truth.apps import AppSpec
 
 TRACER_PROVIDER = TracerProvider()
 

@@ -217,8 +217,9 @@ DIVERGENCE_TOOL: Final = "langgraph.divergence.tool"
 """The tool of a tool-call finding (`tool_arguments`, `duplicate_tool_call`,
 `repeated_side_effect`)."""
 DIVERGENCE_ARGUMENTS: Final = "langgraph.divergence.arguments"
-"""String array: the names of the arguments whose values differ (`tool_arguments`,
-`repeated_side_effect`); names only, never values."""
+"""String array: the arguments whose values differ (`tool_arguments`, `repeated_side_effect`),
+as labels (8 hex digits of each name's hash: a tool call's argument names are the model's
+output); never values. The inspector shows them by name."""
 DIVERGENCE_GRAPH: Final = "langgraph.divergence.graph"
 """The subgraph whose checkpoint revealed the finding, as its namespace without task ids
 (``billing_agent``); absent for the root graph."""
@@ -270,8 +271,8 @@ META_LINEAGE: Final = "lineage"
 META_TOOLS: Final = "tools"
 """{"calls": [key, ...], "results": [key, ...], "args": {key: {argument: hash}}}: idempotency
 keys of the tool calls the checkpoint's step requested and answered, its subgraphs' included
-(present when there were any), and short hashes of each call's arguments (names which
-arguments differ between two calls)."""
+(present when there were any), and per call a short hash of each argument's value keyed by
+the argument's label (which arguments differ between two calls; no name, no value)."""
 META_RUN_TOOLS: Final = "run_tools"
 """(a subgraph's checkpoints) {"calls", "results"} of the subgraph's run up to the checkpoint:
 what a resumed run of the subgraph continues from."""

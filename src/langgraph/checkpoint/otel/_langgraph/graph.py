@@ -264,9 +264,9 @@ def _mentions(target: Any, key: str, depth: int) -> bool | None:
             return None
         items = steps if isinstance(steps, list | tuple) else [steps]
         return _any(_mentions(s, key, depth + 1) for s in items)
-    functions = [getattr(target, "func", None), getattr(target, "afunc", None)]
+    functions: list[Any] = [getattr(target, "func", None), getattr(target, "afunc", None)]
     functions = [f for f in functions if f is not None] or [target]
-    results = []
+    results: list[bool | None] = []
     for function in functions:
         function = getattr(function, "__func__", function)
         module = getattr(function, "__module__", "") or ""

@@ -157,11 +157,10 @@ class RecordedAnswers:
             answer, checkpoint_id = queue.popleft()
             tools = self.offered.get(graph)
             for call in answer.tool_calls if tools is not None else ():
-                if call.get("name") not in tools and not self.runs(str(call.get("name"))):
+                name = str(call.get("name"))
+                if name not in (tools or ()) and not self.runs(name):
                     step = (_current_config().get("metadata") or {}).get("langgraph_step")
-                    self.unoffered.append(
-                        UnofferedCall(str(call.get("name")), graph, step, checkpoint_id)
-                    )
+                    self.unoffered.append(UnofferedCall(name, graph, step, checkpoint_id))
             return answer
 
     def answer_tool(self, tool: BaseTool, call_id: str | None, arguments: Any) -> ToolMessage:
@@ -192,7 +191,8 @@ class RecordedAnswers:
                         name, str(call_id), requested, called, step, _current_graph(), asked_on
                     )
                 )
-            return _nth(recorded, given, None)
+            answer: ToolMessage = _nth(recorded, given, None)
+            return answer
 
     def runs(self, tool: str) -> bool:
         return matches_any(tool, self.run_tools)

@@ -6,6 +6,7 @@ resume harness, read checkpoints through these functions so they agree on one re
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, TypeGuard
@@ -350,8 +351,9 @@ class ToolCall:
     name: str
     key: str
     arguments: Mapping[str, str] = field(default_factory=dict, compare=False, hash=False)
-    """Argument name -> a short hash of its value ({} when unknown: an old stored record);
-    says which arguments differ between two calls, never what they hold."""
+    """Argument label (`argument_label` of its name) -> a short hash of its value ({} when
+    unknown: an old stored record); says which arguments differ between two calls, never their
+    names (a model's output) nor what they hold."""
 
     @classmethod
     def of_key(cls, key: str, arguments: Mapping[str, str] | None = None) -> ToolCall:
@@ -363,19 +365,40 @@ ARGUMENT_HASH_LENGTH = 12
 """Hex digits kept of each argument's hash (enough to tell two values apart in one call)."""
 
 
+def argument_label(name: Any) -> str:
+    """The label telemetry gives a tool-call argument: 8 hex digits of its name's hash (an
+    argument's name comes from the model, so it is not written as is; `argument_names`
+    translates labels back where the messages are at hand)."""
+    digest = hashlib.blake2b(key_text(name).encode(), digest_size=4, person=b"lgargument")
+    return digest.hexdigest()
+
+
 def argument_hashes(args: Any) -> dict[str, str]:
-    """Argument name -> short hash of its value, for a call's arguments ({} unless a mapping)."""
+    """Argument label -> short hash of its value, for a call's arguments ({} unless a
+    mapping)."""
     if not isinstance(args, Mapping):
         return {}
     return {
-        bounded_text(name): hash_value(value, fallback=repr_bytes)[:ARGUMENT_HASH_LENGTH]
+        argument_label(name): hash_value(value, fallback=repr_bytes)[:ARGUMENT_HASH_LENGTH]
         for name, value in args.items()
     }
 
 
+def argument_names(messages: Iterable[Any]) -> dict[str, str]:
+    """Label -> argument name, for every argument of the tool calls the AI messages among
+    `messages` request (to show findings' `arguments` by name where the messages are read)."""
+    return {
+        argument_label(name): key_text(name)
+        for message in messages
+        for call in _requested_calls(message)
+        if isinstance(call.get("args"), Mapping)
+        for name in call["args"]
+    }
+
+
 def changed_arguments(before: ToolCall, after: ToolCall) -> tuple[str, ...]:
-    """The argument names whose values differ between two calls of a tool (an argument only
-    one has counts; () when either call's arguments are unknown)."""
+    """The labels of the arguments whose values differ between two calls of a tool (an
+    argument only one has counts; () when either call's arguments are unknown)."""
     if not before.arguments or not after.arguments:
         return ()
     names = set(before.arguments) | set(after.arguments)

@@ -5,8 +5,8 @@ already answered in the loaded state's current turn (since its last human messag
 earlier turn made is not a duplicate when a later turn makes it again) and, after a fork, the
 reference branch (the earlier descendants of the checkpoint forked from, read back through the
 inner saver by the wrapper, bounded by the policy's window). Each later put of that thread is
-turned into a record and compared. No OpenTelemetry here, and no saver I/O: reference reads are requested through a
-generator the saver drives, so sync and async savers share this logic.
+turned into a record and compared. No OpenTelemetry here, and no saver I/O: reference reads are
+requested through a generator the saver drives, so sync and async savers share this logic.
 """
 
 from __future__ import annotations

@@ -60,6 +60,7 @@ from langgraph.checkpoint.otel.analysis.records import (
     CheckpointRecord,
     ToolCall,
     argument_hashes,
+    argument_label,
     changed_arguments,
     history_records,
     is_state_channel,
@@ -427,7 +428,8 @@ def _unoffered_finding(call: UnofferedCall) -> Finding:
 
 
 def _arguments_finding(changed: ArgumentChange) -> Finding:
-    """A tool called with other arguments than its recorded call (same call id)."""
+    """A tool called with other arguments than its recorded call (same call id), naming the
+    arguments that differ (replay reads the recorded calls: a local report, not telemetry)."""
     recorded = ToolCall(
         changed.tool,
         tool_call_key(changed.tool, changed.recorded),
@@ -445,9 +447,21 @@ def _arguments_finding(changed: ArgumentChange) -> Finding:
         tool=changed.tool,
         expected=recorded.key,
         actual=called.key,
-        arguments=changed_arguments(recorded, called),
+        arguments=_differing(changed.recorded, changed.called),
         graph=changed.graph or None,
     )
+
+
+def _differing(recorded: Any, called: Any) -> tuple[str, ...]:
+    """The names of the arguments whose values differ between two calls' arguments."""
+    if not isinstance(recorded, dict) or not isinstance(called, dict):
+        return ()
+    labels = set(
+        changed_arguments(
+            ToolCall("", "", argument_hashes(recorded)), ToolCall("", "", argument_hashes(called))
+        )
+    )
+    return tuple(sorted(str(n) for n in {*recorded, *called} if argument_label(n) in labels))
 
 
 def _stores_hashes(line: Sequence[CheckpointTuple]) -> bool:

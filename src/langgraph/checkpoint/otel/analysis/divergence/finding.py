@@ -39,8 +39,9 @@ class Finding(BaseModel):
     """The tool of a tool-call finding (`tool_arguments`, `duplicate_tool_call`,
     `repeated_side_effect`)."""
     arguments: tuple[str, ...] = ()
-    """Names of the arguments whose values differ between the two calls (`tool_arguments`,
-    `repeated_side_effect`); names only."""
+    """The arguments whose values differ between the two calls (`tool_arguments`,
+    `repeated_side_effect`): their labels (`records.argument_label`, 8 hex digits of the
+    name's hash: an argument's name is the model's output); the inspector shows their names."""
     graph: str | None = None
     """The subgraph whose checkpoint revealed it, as its namespace without task ids
     (``billing_agent``); None for the root graph."""

@@ -30,26 +30,12 @@ class Trajectory(Detector):
                     actual=",".join(actual.nodes),
                 )
             ]
-        if (
-            expected.scheduled is not None
-            and actual.scheduled is not None
-            and bool(expected.scheduled) != bool(actual.scheduled)
-        ):  # one run ends here, the other goes on
-            return [
-                finding(
-                    "trajectory",
-                    expected.checkpoint_id,
-                    actual,
-                    expected=_next(expected.scheduled),
-                    actual=_next(actual.scheduled),
-                )
-            ]
         if not (expected.tools_known and actual.tools_known):
-            return []
+            return _ends(expected, actual)
         want = [call.name for call in expected.tool_calls]
         got = [call.name for call in actual.tool_calls]
         if want == got:
-            return []
+            return _ends(expected, actual)
         at = next((i for i, (w, g) in enumerate(zip(want, got, strict=False)) if w != g), None)
         at = min(len(want), len(got)) if at is None else at
         return [
@@ -62,6 +48,25 @@ class Trajectory(Detector):
                 tool=_name_at(got, at) if at < len(got) else _name_at(want, at),
             )
         ]
+
+
+def _ends(expected: CheckpointRecord, actual: CheckpointRecord) -> list[Finding]:
+    """One run ends at this step while the other goes on (same nodes, same tools asked)."""
+    if (
+        expected.scheduled is None
+        or actual.scheduled is None
+        or bool(expected.scheduled) == bool(actual.scheduled)
+    ):
+        return []
+    return [
+        finding(
+            "trajectory",
+            expected.checkpoint_id,
+            actual,
+            expected=_next(expected.scheduled),
+            actual=_next(actual.scheduled),
+        )
+    ]
 
 
 def _next(scheduled: Sequence[str]) -> str:

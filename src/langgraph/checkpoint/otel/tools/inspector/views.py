@@ -28,6 +28,7 @@ from langgraph.checkpoint.otel.analysis.diff import (
 from langgraph.checkpoint.otel.analysis.divergence import DEFAULT_POLICY, Finding, divergences
 from langgraph.checkpoint.otel.analysis.lineage import ResumeEvent, resume_log
 from langgraph.checkpoint.otel.analysis.records import (
+    argument_names,
     bounded_text,
     history_records,
     is_state_channel,
@@ -146,7 +147,9 @@ def _online_findings(spans: Iterable[SpanRecord]) -> list[Finding]:
                 continue
             a = event.attributes
             step = a.get(names.DIVERGENCE_STEP)
-            arguments = a.get(names.DIVERGENCE_ARGUMENTS) or ()
+            arguments = a.get(names.DIVERGENCE_ARGUMENTS)
+            if not isinstance(arguments, list | tuple):
+                arguments = ()
             findings.append(
                 Finding(
                     kind=str(a.get(names.DIVERGENCE_KIND, "state")),  # type: ignore[arg-type]
@@ -222,8 +225,28 @@ class ThreadData:
         for f in _online_findings(self.puts):
             found.setdefault((f.kind, f.checkpoint_id, f.channel, f.actual), f)
         started_twice = side_effect_findings(self.spans, self.policy)
-        kept = [f for f in found.values() if self.policies.keeps(f)]
+        kept = [self._named(f) for f in found.values() if self.policies.keeps(f)]
         return sorted([*kept, *started_twice], key=lambda f: (f.checkpoint_id, f.kind))
+
+    def _named(self, finding: Finding) -> Finding:
+        """`finding` with its arguments shown by name (as the thread's messages name them)."""
+        if not finding.arguments:
+            return finding
+        names_by_label = self.argument_names
+        named = tuple(names_by_label.get(label, label) for label in finding.arguments)
+        return finding.model_copy(update={"arguments": named})
+
+    @cached_property
+    def argument_names(self) -> dict[str, str]:
+        """Label -> name of every tool-call argument in the thread's stored messages."""
+        found: dict[str, str] = {}
+        for tup in self.tuples:
+            for value in (tup.checkpoint.get("channel_values") or {}).values():
+                if isinstance(value, list):
+                    found.update(argument_names(value))
+            for _, _, value in tup.pending_writes or ():
+                found.update(argument_names(value if isinstance(value, list) else [value]))
+        return found
 
     @cached_property
     def timeline(self) -> Timeline:
