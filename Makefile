@@ -64,6 +64,15 @@ test: venv postgres-server tools lint $(SUITE_STAMP)
 	$(BIN)/python scripts/langgraph_suite/run.py $(LANGGRAPH_SUITE_ARGS)
 	$(BIN)/python scripts/langgraph_versions/run.py --skip-same $(LANGGRAPH_VERSIONS_ARGS)
 
+## ground-truth: the verdicts (replay, compat, the online detectors, diverge) judged against what
+## really happens on generated apps and release changes (tests/ground_truth); prints every case
+## that fails and the matrix. GROUND_TRUTH_ARGS="--cases 1000 --seed 7" draws more or others.
+## `make test` runs 300 cases (tests/test_ground_truth.py).
+.PHONY: ground-truth
+GROUND_TRUTH_ARGS ?=
+ground-truth: venv
+	cd tests && ../$(BIN)/python -m ground_truth $(GROUND_TRUTH_ARGS)
+
 ## langgraph-suite: LangGraph's own tests (from the sdist of the installed langgraph) with every
 ## checkpointer fixture wrapped by instrument(), on memory, SQLite, PostgreSQL and Redis;
 ## fails on a test that passes bare and fails wrapped. LANGGRAPH_SUITE_ARGS="--bare all" runs
@@ -114,6 +123,6 @@ $(BENCH_STAMP): $(STAMP)
 ## clean: remove the venv and all caches/build output
 clean:
 	rm -rf "$(VENV)" .venv-phoenix .venv-lg-oldest .venv-lg-newest .pytest_cache .mypy_cache \
-	  .ruff_cache build dist .demo .bench .langgraph-suite
+	  .ruff_cache build dist .demo .bench .langgraph-suite .ground-truth
 	find . -name '*.egg-info' -prune -exec rm -rf {} +
 	find . -name __pycache__ -type d -prune -exec rm -rf {} +

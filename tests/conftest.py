@@ -6,6 +6,7 @@ loudly, and any skip at all makes the session exit non-zero.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Iterator
 from typing import Protocol, TypeVar
 
@@ -150,9 +151,16 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    """Skips under CI, and the ground-truth matrix (tests/test_ground_truth.py) when its cases
+    ran."""
     if in_ci() and _skipped:
         terminalreporter.section(
             "CI=true: skipped tests are failures", sep="=", red=True, bold=True
         )
         for line in _skipped:
             terminalreporter.write_line(f"SKIPPED (counts as failure in CI): {line}", red=True)
+    module = sys.modules.get("test_ground_truth")
+    text = module.matrix_text() if module is not None else None
+    if text:
+        terminalreporter.section("ground truth: verdicts against what really happens")
+        terminalreporter.write_line(text)

@@ -533,9 +533,12 @@ def test_handoff_and_delegation_tools_are_repeatable_unless_the_policy_says_othe
     handoff = ToolCall("transfer_to_refunds", "transfer_to_refunds:eee")
     again = compare_branches([rec("c1", results=(handoff,))], [rec("d1", results=(handoff,))])
     assert again == []
-    assert [f.kind for f in compare_branches(
-        [rec("c1", results=(handoff,))], [rec("d1", results=(handoff,))], policy=strict
-    )] == ["duplicate_tool_call"]
+    assert [
+        f.kind
+        for f in compare_branches(
+            [rec("c1", results=(handoff,))], [rec("d1", results=(handoff,))], policy=strict
+        )
+    ] == ["duplicate_tool_call"]
 
 
 REFUND_8900 = ToolCall("issue_refund", "issue_refund:111", {"order": "a1", "amount": "h89"})

@@ -59,8 +59,9 @@ class Stopped(BaseException):
 
 @dataclass(frozen=True)
 class KillPoint:
-    """Where a run is killed: before the `nth` (1-based) start of `capability`'s tool (``tool``)
-    or of a model answer of `role` (``model``)."""
+    """Where a run is killed: before the `nth` (1-based) start of `capability`'s tool (``tool``),
+    right after its side effect, before the tool returns (``effect``), or before a model answer
+    of `role` (``model``)."""
 
     kind: str
     name: str
@@ -133,11 +134,14 @@ def current_graph() -> str:
     try:
         from langgraph.config import get_config
 
-        namespace = str((get_config().get("configurable") or {}).get("checkpoint_ns") or "")
+        config = get_config()
     except RuntimeError:
         return ""
+    namespace = str((config.get("configurable") or {}).get("checkpoint_ns") or "")
     parts = [p.partition(":")[0] for p in namespace.split("|") if p]
-    return "|".join(parts[:-1])
+    # a Functional API @task is pushed by its entrypoint's node into that node's graph
+    pushed = "__pregel_push" in ((config.get("metadata") or {}).get("langgraph_triggers") or ())
+    return "|".join(parts[: -2 if pushed else -1])
 
 
 # --- tools --------------------------------------------------------------------------------------
@@ -202,6 +206,7 @@ def make_tool(spec: ToolSpec, world: World) -> BaseTool:
                 spec.capability,
                 {"subject": subject, "amount": values.get("amount"), "turn": world.turn},
             )
+            world.checkpoint("effect", spec.capability)  # a kill here: paid, not recorded
             result = f"{spec.capability} done for {subject}"
         world.record("tool", graph, spec.name, {"args": kwargs, "result": result})
         return result

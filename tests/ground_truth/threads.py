@@ -110,10 +110,12 @@ def scenario(spec: AppSpec, kind: str, rng: random.Random) -> Scenario | None:
             return None
         return Scenario(kind, (Act("turn", refund, settle=False),), next_acts=(Act("answer"),))
     if kind == "killed":
-        point = (
-            KillPoint("tool", "refund")
-            if rng.random() < 0.6
-            else KillPoint("model", _second_model(spec))
+        point = rng.choice(
+            (
+                KillPoint("tool", "refund"),
+                KillPoint("effect", "refund"),
+                KillPoint("model", _second_model(spec)),
+            )
         )
         if spec.shape == "map_reduce":
             point = KillPoint("tool", "refund")

@@ -36,6 +36,7 @@ from langgraph.checkpoint.otel._langgraph.formats import (
     graph_key,
     parent_namespace,
 )
+from langgraph.checkpoint.otel._langgraph.graph import validation_error
 from langgraph.checkpoint.otel.options import matches_any
 
 
@@ -61,12 +62,16 @@ class ArgumentChange:
 @dataclass(frozen=True)
 class UnofferedCall:
     """A recorded model answer asks for a tool the new graph no longer gives that model (its
-    graph's tool node lacks it): renamed or removed."""
+    graph's tool node lacks it: renamed or removed), or with arguments the new tool refuses
+    (`refused`: the arguments at fault)."""
 
     tool: str
     graph: str
     step: int | None
     recorded_checkpoint: str
+    args: Any = None
+    """The recorded call's arguments."""
+    refused: str | None = None
 
 
 @dataclass
@@ -76,8 +81,9 @@ class RecordedAnswers:
     models: dict[str, deque[tuple[AIMessage, str]]] = field(default_factory=dict)
     """graph -> its model answers, in recorded order, each with the checkpoint it was written
     on."""
-    offered: Mapping[str, Collection[str]] = field(default_factory=dict)
-    """graph -> the tools its tool node runs in the new code (graphs absent: not checked)."""
+    offered: Mapping[str, Mapping[str, BaseTool]] = field(default_factory=dict)
+    """graph -> the tools its tool node runs in the new code, by name (graphs absent: not
+    checked)."""
     unoffered: list[UnofferedCall] = field(default_factory=list)
     tools: dict[str, list[ToolMessage]] = field(default_factory=dict)
     """call id -> its distinct recorded answers, oldest first (a model that reuses call ids
@@ -158,9 +164,15 @@ class RecordedAnswers:
             tools = self.offered.get(graph)
             for call in answer.tool_calls if tools is not None else ():
                 name = str(call.get("name"))
-                if name not in (tools or ()) and not self.runs(name):
+                if self.runs(name):
+                    continue
+                tool = (tools or {}).get(name)
+                refused = None if tool is None else validation_error(tool, call.get("args"))
+                if tool is None or refused is not None:
                     step = (_current_config().get("metadata") or {}).get("langgraph_step")
-                    self.unoffered.append(UnofferedCall(name, graph, step, checkpoint_id))
+                    self.unoffered.append(
+                        UnofferedCall(name, graph, step, checkpoint_id, call.get("args"), refused)
+                    )
             return answer
 
     def answer_tool(self, tool: BaseTool, call_id: str | None, arguments: Any) -> ToolMessage:

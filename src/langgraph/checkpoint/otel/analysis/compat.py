@@ -10,9 +10,9 @@ A thread is at risk, for a reason named by nodes and channels only, when:
 - `data_dropped`: a state channel holding a value is not in the new graph (LangGraph loads only
   the channels it declares: the value is gone);
 - `new_required_channel`: the new graph declares a required state key (no default) that the
-  graph which wrote the thread did not have, and something requires it on resume (a node reads
-  it, or the state schema is validated for every node: pydantic, dataclass): the next node that
-  reads it fails;
+  thread holds no value for (and that the graph which wrote it did not have, when its structure
+  was stored), and something requires it on resume (a node reads it, or the state schema is
+  validated for every node: pydantic, dataclass): the next node that reads it fails;
 - `missing_tool`: a tool call the thread has pending (its model asked for it; it has not run,
   or it is parked inside it at an `interrupt()`) names a tool the new graph's tool node for
   that graph (the root, a supervisor's worker, ...) does not have: the call fails ("not a
@@ -78,6 +78,10 @@ class StoredThread:
     interrupted: bool
     """`__interrupt__` writes are pending: the thread is parked at an `interrupt()`."""
     state_channels: Collection[str]
+    """State channels holding a value in the stored checkpoint."""
+    written_channels: Collection[str] = ()
+    """Every channel the thread has written (its checkpoint's versions: a delta channel holds a
+    value it does not store in each checkpoint)."""
     """State channels (not LangGraph's bookkeeping) holding a value."""
     written_structure: StructureSummary | None = None
     """The structure the checkpoint was written under, when the wrapper stored it."""
@@ -115,12 +119,14 @@ def structural_risks(thread: StoredThread, graph: RunningGraph) -> list[Risk]:
             risks.append(Risk(reason, node))
     risks += [Risk("data_dropped", c) for c in sorted(thread.state_channels) if c not in channels]
     written = thread.written_structure
-    if written is not None:
-        risks += [
-            Risk("new_required_channel", key, "no default")
-            for key in sorted(graph.required_keys)
-            if key in channels and key not in written.channels and key not in thread.state_channels
-        ]
+    risks += [
+        Risk("new_required_channel", key, "no default")
+        for key in sorted(graph.required_keys)
+        if key in channels
+        and key not in thread.state_channels
+        and key not in thread.written_channels
+        and (written is None or key not in written.channels)
+    ]
     for call in thread.pending_calls:
         names = graph.tools.get(call.graph)
         if names is not None and call.tool not in names:

@@ -52,7 +52,10 @@ from langgraph.checkpoint.otel.tools.inspector.thread_list import ThreadQuery, l
 
 PAGE = 500
 """Threads listed and checked at a time."""
-NO_STRUCTURE = "new channels: threads written without the stored graph structure"
+UNKNOWN_TOOLS = (
+    "pending tool calls in a graph whose tools compat cannot see (a sub-agent a tool runs, "
+    "as deepagents' task; the Functional API's plain Python tools)"
+)
 
 
 def load_graph(spec: str) -> Any:
@@ -151,6 +154,7 @@ class CompatCheck:
             scheduled=scheduled_nodes(values),
             interrupted=any(w[1] == INTERRUPT for w in latest.pending_writes or ()),
             state_channels=[c for c in values if is_state_channel(c)],
+            written_channels=list(checkpoint.get("channel_versions") or ()),
             written_structure=stored.graph if stored is not None else None,
             schema_version=stored.schema_version if stored is not None else None,
             pending_calls=[PendingCall(g, tool) for g, tool, _ in pending],
@@ -169,7 +173,7 @@ class CompatCheck:
             thread.checkpoint_id,
             tuple(risks),
             written.structure_hash if written is not None else None,
-            note="" if written is not None else NO_STRUCTURE,
+            note=UNKNOWN_TOOLS if any(g not in self._tools for g, _, _ in pending) else "",
         )
 
     def _value_risks(self, channel: str, value: Any) -> list[Risk]:

@@ -48,7 +48,12 @@ from langgraph.checkpoint.otel._langgraph.recorded_answers import (
     UnofferedCall,
     answering,
 )
-from langgraph.checkpoint.otel.analysis.divergence import BranchComparison, Finding
+from langgraph.checkpoint.otel.analysis.divergence import (
+    BranchComparison,
+    Finding,
+    tool_arguments,
+    trajectory,
+)
 from langgraph.checkpoint.otel.analysis.divergence.trajectory import length_finding
 from langgraph.checkpoint.otel.analysis.lineage import (
     ResumeKind,
@@ -70,7 +75,7 @@ from langgraph.checkpoint.otel.analysis.records import (
 )
 from langgraph.checkpoint.otel.core.instrument import instrument
 from langgraph.checkpoint.otel.core.saver import astored_history, stored_history
-from langgraph.checkpoint.otel.options import CONTROL_TOOLS, DivergencePolicy
+from langgraph.checkpoint.otel.options import DivergencePolicy
 
 START_CHANNEL = "__start__"
 RESUME_CHANNEL = "__resume__"
@@ -145,8 +150,9 @@ def replay_thread(
     run_tools: Collection[str] = (),
 ) -> ReplayResult:
     """Replay one recorded thread of `saver` against `graph` (see the module docstring).
-    `run_tools` names tools that run for real besides the handoff and delegation tools of
-    `options.CONTROL_TOOLS`."""
+    `run_tools` names tools that run for real besides the handoff and delegation tools (the
+    `control_tools` of the policy the thread was recorded with: by default
+    `options.CONTROL_TOOLS`)."""
     tuples = stored_history(saver, {"configurable": {"thread_id": thread_id}})
     return _replay(graph, tuples, thread_id, run_tools)
 
@@ -175,8 +181,9 @@ def _replay(
     replaying = graph.copy(
         update={"checkpointer": instrument(scratch, tracer_provider=TracerProvider())}
     )
-    answers = RecordedAnswers.of(recording.tuples, CONTROL_TOOLS | frozenset(run_tools))
-    answers.offered = {graph: set(tools) for graph, tools in graph_tools(graph).items()}
+    controls = _recorded_policy(recording.line).control_tools
+    answers = RecordedAnswers.of(recording.tuples, controls | frozenset(run_tools))
+    answers.offered = graph_tools(graph)
     config = {"configurable": {"thread_id": thread_id}}
     run = _async_runner(replaying) if runs_only_async(graph) else replaying.invoke
     error: str | None = None
@@ -202,6 +209,16 @@ def _replay(
                 error = f"raised {type(exc).__name__}"  # the new code fails where it went on
                 break
     return _result(thread_id, recording, scratch, answers, error=error)
+
+
+def _recorded_policy(line: Sequence[CheckpointTuple]) -> DivergencePolicy:
+    """The divergence policy the recorded thread ran with (its newest checkpoint that stored
+    the wrapper's telemetry); the default when none did: its control tools run for real."""
+    for tup in reversed(line):
+        stored = read_stored_telemetry(tup.metadata)
+        if stored is not None:
+            return DivergencePolicy.from_stored(stored.policy)
+    return DivergencePolicy()
 
 
 def _async_runner(graph: Any) -> Callable[[Any, Any], Any]:
@@ -376,10 +393,10 @@ def _result(
             error,
             lengths=unreplayable is None,
         ),
-        _next_after_end(expected, actual) if recording.ends_mid_run else None,
+        trajectory.next_after_end(expected, actual) if recording.ends_mid_run else None,
         *_subgraph_divergences(recording.tuples, replayed, stored, recording.ends_mid_run),
         *(_arguments_finding(change) for change in answers.changed_arguments[:1]),
-        *(_unoffered_finding(call) for call in answers.unoffered[:1]),
+        *(_unfit_finding(call) for call in answers.unoffered[:1]),
     ]
     divergence = min(
         (f for f in found if f is not None),
@@ -391,64 +408,30 @@ def _result(
     return ReplayResult(**common, divergence=divergence)  # type: ignore[arg-type]
 
 
-def _next_after_end(
-    expected: Sequence[CheckpointRecord], actual: Sequence[CheckpointRecord]
-) -> Finding | None:
-    """For a recording that ends mid-run: the nodes its last checkpoint scheduled (what was
-    about to run when its process died) against those the replay scheduled there."""
-    if not expected or len(actual) < len(expected):
-        return None
-    want, got = expected[-1].scheduled, actual[len(expected) - 1].scheduled
-    if want is None or got is None or set(want) == set(got):
-        return None
-    return Finding(
-        kind="trajectory",
-        step=expected[-1].step,
-        checkpoint_id=actual[len(expected) - 1].checkpoint_id,
-        reference_checkpoint_id=expected[-1].checkpoint_id,
-        node=",".join(want) or None,
-        expected="then " + (",".join(want) or "(end)"),
-        actual="then " + (",".join(got) or "(end)"),
-    )
-
-
-def _unoffered_finding(call: UnofferedCall) -> Finding:
-    """A recorded call of a tool the new graph no longer gives the model that asked for it."""
-    return Finding(
-        kind="trajectory",
+def _unfit_finding(call: UnofferedCall) -> Finding:
+    """A recorded call of a tool the new graph does not offer its model, or with arguments
+    the new tool refuses."""
+    if call.refused is None:
+        return trajectory.unoffered_tool(call.tool, call.graph, call.step, call.recorded_checkpoint)
+    return tool_arguments.refused_call(
+        ToolCall(call.tool, tool_call_key(call.tool, call.args)),
+        refused=tuple(call.refused.split(", ")),
         step=call.step,
-        checkpoint_id="",
-        reference_checkpoint_id=call.recorded_checkpoint,
-        node=call.tool,
-        tool=call.tool,
-        expected=call.tool,
-        actual="(not a tool of the new graph)",
         graph=call.graph or None,
+        reference_id=call.recorded_checkpoint,
     )
 
 
 def _arguments_finding(changed: ArgumentChange) -> Finding:
     """A tool called with other arguments than its recorded call (same call id), naming the
     arguments that differ (replay reads the recorded calls: a local report, not telemetry)."""
-    recorded = ToolCall(
-        changed.tool,
-        tool_call_key(changed.tool, changed.recorded),
-        argument_hashes(changed.recorded),
-    )
-    called = ToolCall(
-        changed.tool, tool_call_key(changed.tool, changed.called), argument_hashes(changed.called)
-    )
-    return Finding(
-        kind="tool_arguments",
-        step=changed.step,
-        checkpoint_id="",
-        reference_checkpoint_id=changed.recorded_checkpoint,
-        node=changed.tool,
-        tool=changed.tool,
-        expected=recorded.key,
-        actual=called.key,
+    return tool_arguments.changed_call(
+        ToolCall(changed.tool, tool_call_key(changed.tool, changed.recorded)),
+        ToolCall(changed.tool, tool_call_key(changed.tool, changed.called)),
         arguments=_differing(changed.recorded, changed.called),
+        step=changed.step,
         graph=changed.graph or None,
+        reference_id=changed.recorded_checkpoint,
     )
 
 
@@ -525,32 +508,20 @@ def _subgraph_divergences(
         for index in range(max(len(want), len(got))):
             if index >= len(want):
                 if not ends_mid_run:  # a run the recording does not have
-                    found.append(
-                        _run_count(key, len(want), len(got), _records(got[index], stored)[0])
-                    )
+                    extra = _records(got[index], stored)[0]
+                    found.append(trajectory.run_count(key, len(want), len(got), extra))
                 break
             expected = _records(want[index], stored)
             actual = _records(got[index], stored) if index < len(got) else []
-            if ends_mid_run and index == len(want) - 1:
+            finding = None
+            if ends_mid_run and index == len(want) - 1:  # the run the process died in
+                finding = trajectory.next_after_end(expected, actual)
                 actual = actual[: len(expected)]
-            finding = _first_divergence(expected, actual, None, lengths=True)
+            finding = _first_divergence(expected, actual, None, lengths=True) or finding
             if finding is not None:
                 found.append(finding.model_copy(update={"graph": key}))
                 break
     return found
-
-
-def _run_count(key: str, expected: int, actual: int, first: CheckpointRecord) -> Finding:
-    return Finding(
-        kind="trajectory",
-        step=first.step,
-        checkpoint_id=first.checkpoint_id,
-        reference_checkpoint_id="",
-        node=key,
-        expected=f"{expected} runs of {key}",
-        actual=f"{actual} runs of {key}",
-        graph=key,
-    )
 
 
 def _line_of(tuples: Sequence[CheckpointTuple]) -> list[CheckpointTuple]:

@@ -112,3 +112,55 @@ def length_finding(
         actual=failure or f"{len(actual)} checkpoints",
         graph=graph,
     )
+
+
+def next_after_end(
+    expected: Sequence[CheckpointRecord], actual: Sequence[CheckpointRecord]
+) -> Finding | None:
+    """For a reference that ends mid-run (a killed process): the nodes its last checkpoint
+    scheduled (what was about to run when it died) against those the branch scheduled at the
+    same position; None when they agree or either is unknown."""
+    if not expected or len(actual) < len(expected):
+        return None
+    want, got = expected[-1].scheduled, actual[len(expected) - 1].scheduled
+    if want is None or got is None or set(want) == set(got):
+        return None
+    return finding(
+        "trajectory",
+        expected[-1].checkpoint_id,
+        actual[len(expected) - 1],
+        node=",".join(want) or None,
+        expected=_next(want),
+        actual=_next(got),
+    )
+
+
+def unoffered_tool(tool: str, graph: str, step: int | None, reference_id: str) -> Finding:
+    """A reference model answer asks for a tool the branch's graph no longer offers that model
+    (its tool node lacks it: renamed or removed)."""
+    return Finding(
+        kind="trajectory",
+        step=step,
+        checkpoint_id="",
+        reference_checkpoint_id=reference_id,
+        node=tool,
+        tool=tool,
+        expected=tool,
+        actual="(not a tool of the new graph)",
+        graph=graph or None,
+    )
+
+
+def run_count(graph: str, expected: int, actual: int, first: CheckpointRecord) -> Finding:
+    """A subgraph ran more times on the branch than in the reference (at its first extra
+    run's first checkpoint)."""
+    return Finding(
+        kind="trajectory",
+        step=first.step,
+        checkpoint_id=first.checkpoint_id,
+        reference_checkpoint_id="",
+        node=graph,
+        expected=f"{expected} runs of {graph}",
+        actual=f"{actual} runs of {graph}",
+        graph=graph,
+    )
