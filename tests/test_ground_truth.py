@@ -59,3 +59,10 @@ def test_the_matrix_covers_every_shape_change_and_thread_kind() -> None:
 def matrix_text() -> str | None:
     """The rendered matrix, once every case ran (for the terminal summary)."""
     return MATRIX.render() if MATRIX.results else None
+
+
+def test_the_documented_known_limits_are_the_ones_the_harness_applies() -> None:
+    from ground_truth.cases import known_limits_markdown
+
+    docs = (Path(__file__).resolve().parents[1] / "docs" / "verdicts.md").read_text()
+    assert known_limits_markdown() in docs

@@ -195,15 +195,42 @@ KNOWN_LIMITS: tuple[KnownLimit, ...] = (
     ),
     KnownLimit(
         "the Functional API's tools are plain Python",
-        ("compat",),
+        ("compat", "replay"),
         "miss",
-        r"^raises KeyError",
+        r"^raises |^answer ",
         "an `@entrypoint` calls its tools from its own code (here by name from a dict): compat "
         "cannot know which tools it has, so a pending call of a renamed tool is not checked "
         "(the report says so: `not checked: pending tool calls in a graph whose tools compat "
         "cannot see`)",
-        "no `ToolNode` in the graph: the tools are not part of what LangGraph describes",
+        "no `ToolNode` in the graph: the tools are not part of what LangGraph describes "
+        "(replay too cannot check a recorded call against the new tools before a recording "
+        "that ends mid-run or parked ran it)",
         shapes=("functional",),
+        kinds=("parked", "killed", "bare", "turns"),
+    ),
+    KnownLimit(
+        "a failure in the node a killed recording died in",
+        ("replay",),
+        "miss",
+        r"^raised ",
+        "a recording killed inside a node does not say how that node ends; under the new code "
+        "it fails at its start (a required key read), after the recording's last checkpoint, "
+        "where nothing recorded is there to compare with",
+        "LangGraph stores a node's outcome (writes, or `__error__`) only when it ends",
+        kinds=("killed",),
+    ),
+    KnownLimit(
+        "a delta channel written without the library",
+        DETECTORS,
+        "miss",
+        r"^departed |^repeated ",
+        "deepagents keeps `messages` as a delta channel; a branch written before the library "
+        "was installed stores no value of it between snapshots, so its tool calls cannot be "
+        "read or compared (replay reports such a thread unreplayable)",
+        "a `DeltaChannel` keeps its updates as writes and stores its value only every "
+        "`snapshot_frequency` checkpoints; the wrapper stores a hash of it in each checkpoint",
+        shapes=("deep",),
+        kinds=("bare",),
     ),
     KnownLimit(
         "a sub-agent run inside a tool",
@@ -360,8 +387,42 @@ class Matrix:
                 table[(judgement.verdict, by(result))][outcome] += 1
         return table
 
+    def headline(self) -> list[str]:
+        """Per verdict: judgements, those where something happened (the oracle's truth), caught,
+        missed (known / unexplained), false alarms on the control (unchanged code) and on
+        changes, abstentions."""
+        rows = [
+            f"{'verdict':8} {'judged':>6} {'truth':>6} {'caught':>6} {'missed':>13} "
+            f"{'false (control)':>15} {'false (changes)':>15} {'abstained':>9}",
+        ]
+        for verdict in VERDICTS:
+            c: Counter[str] = Counter()
+            for result in self.results:
+                control = result.case.change.kind == "none"
+                for j in result.judgements:
+                    if j.verdict != verdict:
+                        continue
+                    known = bool(explain(result.case, j))
+                    c["judged"] += 1
+                    c["truth"] += bool(j.truth) and j.abstained is None
+                    c["caught"] += j.outcome == "hit"
+                    if j.outcome == "miss":
+                        c["known_miss" if known else "miss"] += 1
+                    if j.outcome == "false_alarm":
+                        where = "control" if control else "changes"
+                        c[f"known_false_{where}" if known else f"false_{where}"] += 1
+                    c["abstain"] += j.outcome == "abstain"
+            rows.append(
+                f"{verdict:8} {c['judged']:6} {c['truth']:6} {c['caught']:6} "
+                f"{c['known_miss']:>6} known {c['miss']:>1}"
+                f" {c['false_control']:>4} (+{c['known_false_control']} known)"
+                f" {c['false_changes']:>6} (+{c['known_false_changes']} known)"
+                f" {c['abstain']:>9}"
+            )
+        return rows
+
     def render(self) -> str:
-        lines = []
+        lines = [f"{len(self.results)} cases", *self.headline()]
         for title, by in (
             ("by change", lambda r: r.case.change.kind),
             ("by app shape", lambda r: r.case.spec.shape),
@@ -369,27 +430,21 @@ class Matrix:
         ):
             table = self.counts(by)
             lines.append(f"\n{title}:")
-            header = f"{'verdict':8} {'':16} {'hit':>5} {'pass':>5} {'miss':>5} {'false':>5} {'known':>5} {'abst':>5}"
-            lines.append(header)
+            lines.append(
+                f"{'verdict':8} {'':16} {'hit':>5} {'pass':>5} {'miss':>5} {'false':>5} "
+                f"{'known miss':>10} {'known false':>11} {'abst':>5}"
+            )
             for (verdict, group), counter in sorted(table.items()):
-                known = counter["known_miss"] + counter["known_false_alarm"]
                 lines.append(
-                    f"{verdict:8} {group:16} {counter['hit']:5} {counter['pass']:5} {counter['miss']:5} "
-                    f"{counter['false_alarm']:5} {known:5} {counter['abstain']:5}"
+                    f"{verdict:8} {group:16} {counter['hit']:5} {counter['pass']:5} "
+                    f"{counter['miss']:5} {counter['false_alarm']:5} {counter['known_miss']:10} "
+                    f"{counter['known_false_alarm']:11} {counter['abstain']:5}"
                 )
-        totals = Counter()
-        for result in self.results:
-            for j in result.judgements:
-                totals[
-                    (
-                        j.verdict,
-                        f"known_{j.outcome}" if explain(result.case, j) else j.outcome,
-                    )
-                ] += 1
-        lines.append("\ntotals:")
-        for verdict in VERDICTS:
-            row = {k[1]: v for k, v in totals.items() if k[0] == verdict}
-            lines.append(f"{verdict:8} " + ", ".join(f"{k} {v}" for k, v in sorted(row.items())))
+        limits: Counter[str] = Counter(
+            limit.name for r in self.results for j in r.judgements for limit in explain(r.case, j)
+        )
+        lines.append("\nknown limits used (items explained):")
+        lines += [f"  {count:4}  {name}" for name, count in limits.most_common()]
         wrong_place = [
             (r.case.label, j.where) for r in self.results for j in r.judgements if j.where
         ]
@@ -398,3 +453,24 @@ class Matrix:
         )
         lines += [f"  {label}: {where}" for label, where in wrong_place[:20]]
         return "\n".join(lines)
+
+
+def known_limits_markdown() -> str:
+    """The known-limits table of docs/verdicts.md, one row per entry of `KNOWN_LIMITS`."""
+    rows = []
+    for limit in KNOWN_LIMITS:
+        where = ", ".join(
+            f"{label} {', '.join(values)}"
+            for label, values in (
+                ("changes:", limit.changes),
+                ("apps:", limit.shapes),
+                ("threads:", limit.kinds),
+            )
+            if values != ("*",)
+        )
+        kind = "misses" if limit.outcome == "miss" else "false alarms"
+        rows.append(
+            f"| {limit.name} | {', '.join(limit.verdicts)} ({kind}) | {where or 'all cases'} "
+            f"| {limit.reason} | {limit.behind} |"
+        )
+    return "\n".join(rows)

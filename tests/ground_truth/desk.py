@@ -139,9 +139,7 @@ def current_graph() -> str:
         return ""
     namespace = str((config.get("configurable") or {}).get("checkpoint_ns") or "")
     parts = [p.partition(":")[0] for p in namespace.split("|") if p]
-    # a Functional API @task is pushed by its entrypoint's node into that node's graph
-    pushed = "__pregel_push" in ((config.get("metadata") or {}).get("langgraph_triggers") or ())
-    return "|".join(parts[: -2 if pushed else -1])
+    return "|".join(parts[:-1])
 
 
 # --- tools --------------------------------------------------------------------------------------
@@ -296,17 +294,22 @@ class DeskModel(BaseChatModel):
     ids: str = "random"
     bound: tuple[tuple[str, str | None], ...] = ()
     """(tool name, capability) of the bound tools."""
+    params: dict[str, tuple[str, ...]] = Field(default_factory=dict)
+    """Tool name -> its parameter names, read from the bound tools (as a model reads the
+    schemas it is given)."""
 
     @property
     def _llm_type(self) -> str:
         return "desk"
 
     def bind_tools(self, tools: Sequence[Any], **kwargs: Any) -> DeskModel:  # type: ignore[override]
-        names = []
+        bound, params = [], {}
         for t in tools:
-            name = t.get("name") if isinstance(t, dict) else getattr(t, "name", None)
-            names.append((str(name), capability_of(str(name))))
-        return self.model_copy(update={"bound": tuple(names)})
+            name = str(t.get("name") if isinstance(t, dict) else getattr(t, "name", None))
+            bound.append((name, capability_of(name)))
+            args = getattr(t, "args", None)
+            params[name] = tuple(args) if isinstance(args, dict) else ()
+        return self.model_copy(update={"bound": tuple(bound), "params": params})
 
     def _generate(
         self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None, **kw: Any
@@ -376,7 +379,7 @@ class DeskModel(BaseChatModel):
         return None
 
     def tool_params(self, name: str) -> tuple[str, ...]:
-        return TOOL_PARAMS.get(name, ())
+        return self.params.get(name, ())
 
     def _handoff(
         self, capability: str, request: str, step: Step
@@ -397,13 +400,8 @@ class DeskModel(BaseChatModel):
         return None
 
 
-TOOL_PARAMS: dict[str, tuple[str, ...]] = {}
-"""Tool name -> its parameter names (filled by `make_tool` callers through `register`)."""
-
-
 def register(spec: ToolSpec) -> None:
     CAPABILITY_OF[spec.name] = spec.capability
-    TOOL_PARAMS[spec.name] = spec.params
 
 
 def _arguments(params: Sequence[str], step: Step) -> dict[str, Any]:

@@ -282,16 +282,18 @@ def judge_replay(rec: Recording, spec_new: AppSpec) -> Judgement:
     elif said and not truth:
         judgement.false = said
     elif said and truth:
-        judgement.where = _replay_place(result, diffs)
+        judgement.where = _replay_place(result, diffs, spec_new)
     return judgement
 
 
-def _replay_place(result: Any, diffs: list[Difference]) -> str | None:
+def _replay_place(result: Any, diffs: list[Difference], spec: AppSpec) -> str | None:
     """None when the replay's divergence names the graph where the runs first differ (the
     subgraph it names, or for the root the node that runs that subgraph), else what it
     named."""
     finding = result.divergence
     graphs = {d.graph.split("|")[0] for d in diffs}
+    if spec.shape == "functional":  # the entrypoint's tasks run in the root graph's loop
+        graphs = {"" if g == "desk_flow" else g for g in graphs}
     named = {(finding.graph or "").split("|")[0], *(finding.node or "").split(",")}
     if "" in graphs or graphs & named:
         return None
