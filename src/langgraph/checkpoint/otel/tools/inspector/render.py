@@ -216,6 +216,24 @@ def resumes(console: Console, view: Resumes) -> None:
     sources_line(console, view.source)
 
 
+def _tool_cell(tool: str | None, arguments: Sequence[str]) -> str:
+    """A tool-call finding's tool, and the arguments whose values differ."""
+    if tool is None:
+        return ""
+    return f"{tool} ({', '.join(arguments)} differ)" if arguments else tool
+
+
+def _short_value(value: str | None) -> str:
+    """An expected/actual value in a table cell: a hash to 16 hex digits, an idempotency key
+    to its tool and 8 (two keys of one tool then still read apart)."""
+    if not value:
+        return ""
+    name, _, digest = value.rpartition(":")
+    if name and len(digest) == 32 and all(c in "0123456789abcdef" for c in digest):
+        return f"{name}:{digest[:8]}"
+    return value if len(value) <= 40 else value[:16]
+
+
 def divergences(console: Console, view: Divergences) -> None:
     if not view.findings:
         console.print(Text(f"no divergence in {view.thread_id}", style="green"))
@@ -223,12 +241,14 @@ def divergences(console: Console, view: Divergences) -> None:
         return
     table = Table(title=f"divergences of {view.thread_id}", title_justify="left")
     with_traces = any(f.traces for f in view.findings)
+    with_tools = any(f.tool for f in view.findings)
     for column in (
         "kind",
         "step",
         "checkpoint",
         "reference",
         "node",
+        *(("tool",) if with_tools else ()),
         "channel",
         "expected",
         "actual",
@@ -249,10 +269,11 @@ def divergences(console: Console, view: Divergences) -> None:
                 shorts[f.reference_checkpoint_id],
                 view.checkpoint_links.get(f.reference_checkpoint_id),
             ),
-            f.node or "",
+            f"{f.graph} / {f.node or ''}" if f.graph else f.node or "",
+            *((_tool_cell(f.tool, f.arguments),) if with_tools else ()),
             f.channel or "",
-            (f.expected or "")[:16],
-            (f.actual or "")[:16],
+            _short_value(f.expected),
+            _short_value(f.actual),
             *((_traces(f.traces, view, links),) if with_traces else ()),
         )
     console.print(table)
