@@ -8,7 +8,7 @@ import logging
 import os
 import threading
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
@@ -49,14 +49,7 @@ DivergenceKind = Literal[
     "repeated_side_effect",
     "concurrent_write",
 ]
-DETECTORS: tuple[DivergenceKind, ...] = (
-    "state",
-    "trajectory",
-    "tool_arguments",
-    "duplicate_tool_call",
-    "repeated_side_effect",
-    "concurrent_write",
-)
+DETECTORS: tuple[DivergenceKind, ...] = get_args(DivergenceKind)
 
 
 CONTROL_TOOLS = frozenset({"transfer_to_*", "transfer_back_to_*", "task"})

@@ -413,9 +413,11 @@ def _unfit_finding(call: UnofferedCall) -> Finding:
     the new tool refuses."""
     if call.refused is None:
         return trajectory.unoffered_tool(call.tool, call.graph, call.step, call.recorded_checkpoint)
-    return tool_arguments.refused_call(
-        ToolCall(call.tool, tool_call_key(call.tool, call.args)),
-        refused=tuple(call.refused.split(", ")),
+    return tool_arguments.call_finding(
+        call.tool,
+        tool_call_key(call.tool, call.args),
+        "(refused by the new tool)",
+        arguments=tuple(call.refused.split(", ")),
         step=call.step,
         graph=call.graph or None,
         reference_id=call.recorded_checkpoint,
@@ -425,9 +427,10 @@ def _unfit_finding(call: UnofferedCall) -> Finding:
 def _arguments_finding(changed: ArgumentChange) -> Finding:
     """A tool called with other arguments than its recorded call (same call id), naming the
     arguments that differ (replay reads the recorded calls: a local report, not telemetry)."""
-    return tool_arguments.changed_call(
-        ToolCall(changed.tool, tool_call_key(changed.tool, changed.recorded)),
-        ToolCall(changed.tool, tool_call_key(changed.tool, changed.called)),
+    return tool_arguments.call_finding(
+        changed.tool,
+        tool_call_key(changed.tool, changed.recorded),
+        tool_call_key(changed.tool, changed.called),
         arguments=_differing(changed.recorded, changed.called),
         step=changed.step,
         graph=changed.graph or None,

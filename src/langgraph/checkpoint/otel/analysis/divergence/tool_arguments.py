@@ -6,7 +6,7 @@ with `DivergencePolicy(compare_tool_args=False)`."""
 from __future__ import annotations
 
 from langgraph.checkpoint.otel.analysis.divergence.finding import Detector, Finding, Step, finding
-from langgraph.checkpoint.otel.analysis.records import ToolCall, changed_arguments
+from langgraph.checkpoint.otel.analysis.records import changed_arguments
 
 
 class ToolArguments(Detector):
@@ -42,50 +42,28 @@ class ToolArguments(Detector):
         return []
 
 
-def changed_call(
-    before: ToolCall,
-    after: ToolCall,
+def call_finding(
+    tool: str,
+    expected: str,
+    actual: str,
     *,
     arguments: tuple[str, ...],
     step: int | None,
     graph: str | None,
     reference_id: str,
 ) -> Finding:
-    """A call of a tool made with other arguments than the reference's call (`replay`: the
-    same call id answered from the recording; `arguments`: those that differ)."""
+    """A call of `tool` that departs from the reference's call, found where the call is made
+    (`replay`): other arguments than recorded (`actual`: the new key), or recorded arguments
+    the new tool refuses (`actual` says so); `arguments`: those at fault."""
     return Finding(
         kind="tool_arguments",
         step=step,
         checkpoint_id="",
         reference_checkpoint_id=reference_id,
-        node=after.name,
-        tool=after.name,
-        expected=before.key,
-        actual=after.key,
+        node=tool,
+        tool=tool,
+        expected=expected,
+        actual=actual,
         arguments=arguments,
-        graph=graph,
-    )
-
-
-def refused_call(
-    recorded: ToolCall,
-    *,
-    refused: tuple[str, ...],
-    step: int | None,
-    graph: str | None,
-    reference_id: str,
-) -> Finding:
-    """A reference call whose arguments the branch's tool refuses (its schema changed:
-    `replay` checks each recorded call against the new tool before the tool runs)."""
-    return Finding(
-        kind="tool_arguments",
-        step=step,
-        checkpoint_id="",
-        reference_checkpoint_id=reference_id,
-        node=recorded.name,
-        tool=recorded.name,
-        expected=recorded.key,
-        actual="(refused by the new tool)",
-        arguments=refused,
         graph=graph,
     )
