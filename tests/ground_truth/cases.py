@@ -391,10 +391,19 @@ class Matrix:
         """Per verdict: judgements, those where something happened (the oracle's truth), caught,
         missed (known / unexplained), false alarms on the control (unchanged code) and on
         changes, abstentions."""
-        rows = [
-            f"{'verdict':8} {'judged':>6} {'truth':>6} {'caught':>6} {'missed':>13} "
-            f"{'false (control)':>15} {'false (changes)':>15} {'abstained':>9}",
-        ]
+        columns = (
+            ("judged", "judged"),
+            ("truth", "truth"),
+            ("caught", "caught"),
+            ("miss", "missed"),
+            ("known_miss", "known miss"),
+            ("false_control", "false alarm, control"),
+            ("known_false_control", "known, control"),
+            ("false_changes", "false alarm, change"),
+            ("known_false_changes", "known, change"),
+            ("abstain", "abstained"),
+        )
+        rows = [f"{'verdict':8} " + " ".join(f"{title:>{len(title)}}" for _, title in columns)]
         for verdict in VERDICTS:
             c: Counter[str] = Counter()
             for result in self.results:
@@ -413,11 +422,7 @@ class Matrix:
                         c[f"known_false_{where}" if known else f"false_{where}"] += 1
                     c["abstain"] += j.outcome == "abstain"
             rows.append(
-                f"{verdict:8} {c['judged']:6} {c['truth']:6} {c['caught']:6} "
-                f"{c['known_miss']:>6} known {c['miss']:>1}"
-                f" {c['false_control']:>4} (+{c['known_false_control']} known)"
-                f" {c['false_changes']:>6} (+{c['known_false_changes']} known)"
-                f" {c['abstain']:>9}"
+                f"{verdict:8} " + " ".join(f"{c[key]:>{len(title)}}" for key, title in columns)
             )
         return rows
 

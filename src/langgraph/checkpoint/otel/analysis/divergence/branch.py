@@ -13,7 +13,7 @@ from langgraph.checkpoint.otel.analysis.divergence.finding import (
     Step,
 )
 from langgraph.checkpoint.otel.analysis.divergence.registry import REGISTRY
-from langgraph.checkpoint.otel.analysis.records import CheckpointRecord, ToolCall
+from langgraph.checkpoint.otel.analysis.records import CheckpointRecord, ToolCall, is_state_channel
 from langgraph.checkpoint.otel.options import DivergencePolicy
 
 
@@ -82,9 +82,19 @@ class BranchComparison:
         return findings
 
     def _same_start(self, index: int) -> bool:
+        """Whether both branches were in the same state before the step at `index`: equal
+        hashes of their state channels (LangGraph's bookkeeping left out: a pending `Send` to
+        a tool node carries the model's call id, new on every run), else equal state hashes."""
         if index == 0:
             return True  # both branches start from the fork point
         before, reference_before = self.compared[index - 1], self.reference[index - 1]
+        if before.channel_hashes and reference_before.channel_hashes:
+            skip = (
+                self.policy.ignore_channels
+                | before.unknown_channels
+                | reference_before.unknown_channels
+            )
+            return _state_of(before, skip) == _state_of(reference_before, skip)
         return before.state_hash is not None and before.state_hash == reference_before.state_hash
 
 
@@ -98,3 +108,12 @@ def compare_branches(
     """All findings of `branch` against `reference` (both oldest first, after the fork point)."""
     comparison = BranchComparison(reference, completed_before, policy)
     return [finding for record in branch for finding in comparison.add(record)]
+
+
+def _state_of(record: CheckpointRecord, skip: frozenset[str]) -> dict[str, str]:
+    """A record's state-channel hashes, without the channels in `skip`."""
+    return {
+        name: digest
+        for name, digest in record.channel_hashes.items()
+        if is_state_channel(name) and name not in skip
+    }
