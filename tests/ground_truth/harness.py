@@ -14,7 +14,7 @@ import sqlite3
 import subprocess
 import sys
 import tempfile
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 from typing import Any
@@ -24,7 +24,7 @@ from langgraph.checkpoint.sqlite import SqliteSaver
 
 from ground_truth import verdicts
 from ground_truth.apps import AppSpec, build
-from ground_truth.desk import World
+from ground_truth.desk import World, capability_of
 from ground_truth.oracle import (
     Difference,
     Event,
@@ -383,14 +383,12 @@ def _judge_findings(
     repeated_caps = {r.split()[0] for r in truth.repeated}
     for r in truth.repeated:
         capability = r.split()[0]
-        if not any(
-            _capability(f.tool or f.actual or "", rec) == capability for f in repeat_findings
-        ):
+        if not any(capability_of(f.tool or f.actual or "") == capability for f in repeat_findings):
             judgement.missed.append(f"repeated {r}")
     if truth.departed and not depart_findings:
         judgement.missed.append(f"departed {truth.departed[0]}")
     for f in repeat_findings:
-        if _capability(f.tool or f.actual or "", rec) not in repeated_caps:
+        if capability_of(f.tool or f.actual or "") not in repeated_caps:
             judgement.false.append(_describe(f))
     if depart_findings and not truth.departed:
         judgement.false += sorted({_describe(f) for f in depart_findings})
@@ -400,19 +398,9 @@ def _judge_findings(
     return judgement
 
 
-def _capability(tool: str, rec: Recording) -> str | None:
-    from ground_truth.desk import capability_of
-
-    return capability_of(tool) or ("refund" if tool == "settle" else None)
-
-
 def _describe(f: Finding) -> str:
     parts = [f.kind, f"step {f.step}", f"node {f.node}"]
     if f.channel:
         parts.append(f"channel {f.channel}")
     parts.append(f"{f.expected} -> {f.actual}")
     return " ".join(str(p) for p in parts)
-
-
-def with_change(spec: AppSpec, **changes: Any) -> AppSpec:
-    return replace(spec, **changes)

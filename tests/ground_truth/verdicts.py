@@ -3,7 +3,6 @@ inspector's own views), over copies of the recorded saver."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -66,6 +65,3 @@ def diverge(
     sources = Sources(saver=saver)
     data = ThreadData(sources, thread_id, extra or DivergencePolicy())
     return list(data.findings)
-
-
-Verdict = Callable[..., Any]

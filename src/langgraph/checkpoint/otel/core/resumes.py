@@ -67,6 +67,7 @@ class ResumeReporter:
         self._runs = runs
         self._hasher = hasher
         self._watch = watch
+        self._policy = policy_attribute(options.divergence.stored)
 
     def describe_load(self, call: LoadCall, result: Any, latest: Any) -> None:
         """Set the load span's attributes; a run's load becomes a resume span."""
@@ -87,9 +88,8 @@ class ResumeReporter:
             resume = _classify(call.run, result, latest, stored)
             op.rename(names.SPAN_RESUME, "resume")
             attributes.update(_resume_attributes(resume, result))
-            policy = policy_attribute(self._options.divergence.stored)
-            if policy is not None:
-                attributes[names.DIVERGENCE_POLICY] = policy
+            if self._policy is not None:
+                attributes[names.DIVERGENCE_POLICY] = self._policy
             writer = parse_carrier(stored.carrier if stored else None)
             if writer is not None:
                 op.link(writer, {names.LINK_TYPE: LINK_CHECKPOINT_WRITER})
