@@ -8,13 +8,13 @@ import pytest
 from langgraph.types import Send
 
 from langgraph.checkpoint.otel import names
+from langgraph.checkpoint.otel._langgraph.formats import scheduled_nodes
 from langgraph.checkpoint.otel.analysis.carrier import TraceContext, parse_carrier
 from langgraph.checkpoint.otel.analysis.lineage import (
     LoadedCheckpoint,
     RunStart,
     classify_resume,
     resume_log,
-    scheduled_nodes,
 )
 from langgraph.checkpoint.otel.analysis.records import SpanFact
 

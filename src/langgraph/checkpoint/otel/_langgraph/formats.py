@@ -87,6 +87,15 @@ def triggered_nodes(channel_values: Mapping[str, Any]) -> set[str]:
     return nodes
 
 
+def scheduled_nodes(channel_values: Mapping[str, Any]) -> list[str]:
+    """Nodes a checkpoint schedules next: those its channels trigger, and `__start__` while
+    the input is not applied yet (the input checkpoint)."""
+    nodes = triggered_nodes(channel_values)
+    if START_NODE in channel_values:
+        nodes.add(START_NODE)
+    return sorted(node for node in nodes if node)
+
+
 def graph_key(namespace: str) -> str:
     """A graph's namespace without its task ids: ``researcher:1f2|agent:9c`` ->
     ``researcher|agent`` (the same subgraph in every run and on every branch)."""

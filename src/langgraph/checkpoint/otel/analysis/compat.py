@@ -74,7 +74,7 @@ class StoredThread:
     thread_id: str
     checkpoint_id: str
     scheduled: Sequence[str]
-    """Nodes the checkpoint schedules next (see `lineage.scheduled_nodes`)."""
+    """Nodes the checkpoint schedules next (see `_langgraph.formats.scheduled_nodes`)."""
     interrupted: bool
     """`__interrupt__` writes are pending: the thread is parked at an `interrupt()`."""
     state_channels: Collection[str]

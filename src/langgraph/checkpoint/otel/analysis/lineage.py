@@ -11,7 +11,7 @@ from typing import Any, Literal
 from langgraph.checkpoint.serde.types import ERROR, INTERRUPT
 
 from langgraph.checkpoint.otel import names
-from langgraph.checkpoint.otel._langgraph.formats import INPUT_NODE, START_NODE, triggered_nodes
+from langgraph.checkpoint.otel._langgraph.formats import INPUT_NODE, START_NODE, scheduled_nodes
 from langgraph.checkpoint.otel.analysis.records import UNKNOWN_NODE, SpanFact, bounded_text
 
 ResumeKind = Literal["crash", "error", "interrupt", "fork", "update", "continue"]
@@ -65,15 +65,6 @@ class Resume:
     from_checkpoint_id: str
     pending_writes: int
     tasks: tuple[str, ...] = field(default=())
-
-
-def scheduled_nodes(channel_values: Mapping[str, Any]) -> list[str]:
-    """Nodes a checkpoint schedules next: those its channels trigger, and `__start__` while
-    the input is not applied yet (the input checkpoint)."""
-    nodes = triggered_nodes(channel_values)
-    if START_NODE in channel_values:
-        nodes.add(START_NODE)
-    return sorted(node for node in nodes if node)
 
 
 def _matches(selector: Sequence[str] | str, nodes: Iterable[str]) -> bool:

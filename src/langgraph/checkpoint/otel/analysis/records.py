@@ -17,11 +17,10 @@ from langgraph.checkpoint.otel import names
 from langgraph.checkpoint.otel._langgraph.formats import (
     DELTA_COUNTERS_KEY,
     INPUT_NODE,
-    START_NODE,
     TASKS_CHANNEL,
     is_bookkeeping_channel,
+    scheduled_nodes,
     send_targets,
-    triggered_nodes,
 )
 from langgraph.checkpoint.otel.analysis.carrier import parse_carrier
 from langgraph.checkpoint.otel.analysis.fingerprint import StructureSummary
@@ -605,7 +604,7 @@ def checkpoint_record(
     metadata = metadata or {}
     stored = read_stored_telemetry(metadata)
     values = checkpoint.get("channel_values") or {}
-    unknown = unseen_delta_channels_of(checkpoint, metadata)
+    unknown = unseen_delta_channels_of(checkpoint, metadata, stored)
     tools_known = True
     if tools is None and stored is not None:
         tools = stored.tools
@@ -638,7 +637,7 @@ def checkpoint_record(
         resume_kind=stored.resume[0] if stored and stored.resume else None,
         ns=str(configurable.get("checkpoint_ns") or ""),
         trace_id=_writer_trace(stored),
-        scheduled=tuple(sorted(triggered_nodes(values) | ({START_NODE} & set(values)))),
+        scheduled=tuple(scheduled_nodes(values)),
         unknown_channels=frozenset(unknown),
         tools_known=tools_known,
     )
@@ -659,14 +658,18 @@ def unseen_delta_channels(tuples: Iterable[Any]) -> set[str]:
     return unseen
 
 
-def unseen_delta_channels_of(checkpoint: Mapping[str, Any], metadata: Any) -> set[str]:
-    """`unseen_delta_channels` of one checkpoint."""
+def unseen_delta_channels_of(
+    checkpoint: Mapping[str, Any], metadata: Any, stored: StoredTelemetry | None = None
+) -> set[str]:
+    """`unseen_delta_channels` of one checkpoint (`stored`: its telemetry, when already
+    read)."""
     counters = (metadata or {}).get(DELTA_COUNTERS_KEY)
     if not isinstance(counters, Mapping):
         return set()
     values = checkpoint.get("channel_values") or {}
     versions = checkpoint.get("channel_versions") or {}  # written at least once
-    stored = read_stored_telemetry(metadata)
+    if stored is None:
+        stored = read_stored_telemetry(metadata)
     hashed = stored.channels if stored is not None else {}
     return {str(c) for c in counters if c in versions and c not in values and c not in hashed}
 

@@ -23,7 +23,7 @@ from langgraph.checkpoint.base import CheckpointTuple
 from langgraph.checkpoint.serde.types import INTERRUPT
 from pydantic import TypeAdapter
 
-from langgraph.checkpoint.otel._langgraph.formats import graph_key
+from langgraph.checkpoint.otel._langgraph.formats import graph_key, scheduled_nodes
 from langgraph.checkpoint.otel._langgraph.graph import (
     channel_restore_error,
     graph_tools,
@@ -42,7 +42,6 @@ from langgraph.checkpoint.otel.analysis.compat import (
     structural_risks,
     summarize_reasons,
 )
-from langgraph.checkpoint.otel.analysis.lineage import scheduled_nodes
 from langgraph.checkpoint.otel.analysis.records import is_state_channel, read_stored_telemetry
 from langgraph.checkpoint.otel.core.structures import structure_of
 from langgraph.checkpoint.otel.migrations import Migrations, SchemaMigrationError

@@ -63,10 +63,6 @@ from langgraph.checkpoint.otel.analysis.lineage import (
 )
 from langgraph.checkpoint.otel.analysis.records import (
     CheckpointRecord,
-    ToolCall,
-    argument_hashes,
-    argument_label,
-    changed_arguments,
     history_records,
     is_state_channel,
     read_stored_telemetry,
@@ -442,12 +438,11 @@ def _differing(recorded: Any, called: Any) -> tuple[str, ...]:
     """The names of the arguments whose values differ between two calls' arguments."""
     if not isinstance(recorded, dict) or not isinstance(called, dict):
         return ()
-    labels = set(
-        changed_arguments(
-            ToolCall("", "", argument_hashes(recorded)), ToolCall("", "", argument_hashes(called))
-        )
+    missing = object()
+    names = {*recorded, *called}
+    return tuple(
+        sorted(str(n) for n in names if recorded.get(n, missing) != called.get(n, missing))
     )
-    return tuple(sorted(str(n) for n in {*recorded, *called} if argument_label(n) in labels))
 
 
 def _stores_hashes(line: Sequence[CheckpointTuple]) -> bool:
