@@ -108,6 +108,9 @@ CHANNELS_CHANGED: Final = "langgraph.checkpoint.channels_changed"
 STATE_HASH: Final = "langgraph.checkpoint.state_hash"
 SIZE_BYTES: Final = "langgraph.checkpoint.size_bytes"
 WRITTEN_BYTES: Final = "langgraph.checkpoint.written_bytes"
+WRITTEN_AFTER_CANCEL: Final = "langgraph.checkpoint.written_after_cancel"
+"""On put and put_writes spans: the run was cancelled before this save finished (the save
+stays in its run's trace, under a run span that has already ended)."""
 
 # --- growth (put) -----------------------------------------------------------------------------
 THREAD_CHECKPOINTS: Final = "langgraph.thread.checkpoints"

@@ -72,6 +72,7 @@ class LoopRun:
         "is_async",
         "langchain_run_id",
         "loop",
+        "owner",
     )
 
     def __init__(self, loop: Any, graph: Any, is_async: bool) -> None:
@@ -98,6 +99,9 @@ class LoopRun:
         self._exit_durability = getattr(loop, "durability", None) == "exit"
         self._entered: list[Callable[[Mapping[str, Any]], None]] = []
         self._failed_entry: Callable[..., None] | None = None
+        self.owner: Any = None
+        """What the saver that claimed the run keeps of it (found again from its saves, see
+        `writing_run`)."""
 
     # --- delta channels ---------------------------------------------------------------------
 
@@ -108,8 +112,15 @@ class LoopRun:
             self._entered.append(callback)
 
     def _entry_done(self) -> None:
-        """The loop has entered: hand the values its delta channels were rebuilt to to the
+        """The loop has entered: tag the saves it submits from now on with this run (see
+        `writing_run`), and hand the values its delta channels were rebuilt to to the
         `after_entry` callbacks."""
+        loop = self.loop()
+        submit = getattr(loop, "submit", None)
+        if loop is not None and callable(submit):
+            loop.submit = _Submitter(submit, self).submit
+        else:
+            _missing("PregelLoop.submit (the run each save belongs to)")
         channels = _delta_channels(self.loop())
         with self._lock:
             callbacks, self._entered = self._entered, []
@@ -334,6 +345,29 @@ def _delta_snapshot_type() -> type | None:
 _DELTA_SNAPSHOT = _delta_snapshot_type()
 
 
+class _Submitter:
+    """A loop's `submit` that runs each submission in a context naming the loop's run.
+
+    LangGraph submits every save of a loop (checkpoints, pending writes) to the loop's
+    background executor, which runs it in a copy of the submitting context: so a save knows
+    its run wherever and whenever it runs, even after the run was cancelled. A bound method,
+    as the loop's own is (LangGraph's runner keeps a `WeakMethod` of it).
+    """
+
+    __slots__ = ("__weakref__", "_run", "_submit")
+
+    def __init__(self, submit: Callable[..., Any], run: LoopRun) -> None:
+        self._submit = submit
+        self._run = run
+
+    def submit(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        token = _WRITER.set(self._run)
+        try:
+            return self._submit(fn, *args, **kwargs)
+        finally:
+            _WRITER.reset(token)
+
+
 @dataclass(slots=True)
 class _Entry:
     """A loop entering in this context, until the first load made during its entry claims it."""
@@ -362,6 +396,9 @@ class _Entry:
 
 
 _ENTERING: ContextVar[_Entry | None] = ContextVar("langgraph_otel_entering_loop", default=None)
+_WRITER: ContextVar[_Entry | LoopRun | None] = ContextVar("langgraph_otel_writer", default=None)
+"""The run whose loop submitted the work running in this context: its entry while the loop
+enters (the run's first saves are submitted then), its run afterwards (see `_Submitter`)."""
 _UPDATING: ContextVar[dict[str, str] | None] = ContextVar("langgraph_otel_updating", default=None)
 """task id -> node, while `update_state` stores the writes of the nodes it applies them as."""
 
@@ -375,6 +412,13 @@ def entering_run() -> LoopRun | None:
     entry.claimed = True
     entry.run = LoopRun(entry.loop, entry.graph, entry.is_async)
     return entry.run
+
+
+def writing_run() -> LoopRun | None:
+    """The run whose loop submitted the save in progress in this context, if any: a fact of
+    LangGraph's own (which loop made the save), not a guess from the runs open on its thread."""
+    held = _WRITER.get()
+    return held.run if isinstance(held, _Entry) else held
 
 
 TaskScope = Callable[[str, str], AbstractContextManager[Any] | None]
@@ -422,26 +466,28 @@ def _wrap_loop_entries() -> None:
 
     def __enter__(self: Any) -> Any:
         entry = _Entry(self, _caller(sys._getframe(1)), is_async=False)
-        token = _ENTERING.set(entry)
+        token, writer = _ENTERING.set(entry), _WRITER.set(entry)
         try:
             entered = sync_enter(self)
         except BaseException as error:
             entry.failed(error)
             raise
         finally:
+            _WRITER.reset(writer)
             _ENTERING.reset(token)
         entry.entered()
         return entered
 
     async def __aenter__(self: Any) -> Any:
         entry = _Entry(self, _caller(sys._getframe(1)), is_async=True)
-        token = _ENTERING.set(entry)
+        token, writer = _ENTERING.set(entry), _WRITER.set(entry)
         try:
             entered = await async_enter(self)
         except BaseException as error:
             entry.failed(error)
             raise
         finally:
+            _WRITER.reset(writer)
             _ENTERING.reset(token)
         entry.entered()
         return entered

@@ -143,11 +143,14 @@ class CheckpointObserver:
         attributes.pop(names.CHECKPOINT_ID, None)
         attributes[names.CHECKPOINT_ID] = bounded_text(checkpoint.get("id", ""))
         scope = scope_of(config)
-        run = self._runs.trace_of_put(scope, str(checkpoint.get("id", "")))
+        writer = self._runs.writer(scope, str(checkpoint.get("id", "")))
+        if writer is not None and writer.cancelled:
+            attributes[names.WRITTEN_AFTER_CANCEL] = True
         if self.options.migrations is not None:
             self.telemetry.guard(
                 "store migrated", self._puts.store_migrated, call, scope, checkpoint
             )
+        run = writer.trace if writer is not None else self._runs.trace_of(scope)
         with self.telemetry.operation(names.SPAN_PUT, "put", attributes, run=run) as op:
             self.telemetry.guard(
                 "describe put",
@@ -158,6 +161,7 @@ class CheckpointObserver:
                 config,
                 checkpoint,
                 new_versions,
+                writer,
             )
             call.op = op
             yield call
@@ -187,8 +191,18 @@ class CheckpointObserver:
         `active()` (the saver delegates at once otherwise)."""
         call = InnerCall()
         scope = scope_of(config)
+        writer = self._runs.writer(
+            scope, str((config.get("configurable") or {}).get("checkpoint_id", ""))
+        )
         task = self.telemetry.guard(
-            "describe put_writes", self._puts.task_of, config, scope, writes, task_id, task_path
+            "describe put_writes",
+            self._puts.task_of,
+            config,
+            scope,
+            writes,
+            task_id,
+            task_path,
+            writer,
         )
         attributes: dict[str, AttributeValue] = {}
         span_name: str | None = names.SPAN_PUT_WRITES
@@ -198,18 +212,16 @@ class CheckpointObserver:
             attributes = config_attributes(config)
             if task is not None:
                 attributes.update(writes_attributes(writes, task_id, task_path, *task))
-        run = (
-            self._runs.trace_of_put(
-                scope, str((config.get("configurable") or {}).get("checkpoint_id", ""))
-            )
-            if span_name is not None
-            else None
-        )
+            if writer is not None and writer.cancelled:
+                attributes[names.WRITTEN_AFTER_CANCEL] = True
+        run = None
+        if span_name is not None:
+            run = writer.trace if writer is not None else self._runs.trace_of(scope)
         with self.telemetry.operation(span_name, "put_writes", attributes, run=run) as op:
             call.op = op
             yield call
         if task is not None:
-            self._runs.count_task(scope, *task)
+            self._runs.count_task(writer, *task)
             if task[1] == "interrupt" and self._events is not None:
                 self.telemetry.guard("note pauses", self._runs.note_pauses, scope, config, writes)
 

@@ -39,7 +39,7 @@ from langgraph.checkpoint.otel.analysis.records import (
 from langgraph.checkpoint.otel.analysis.summary import summarize
 from langgraph.checkpoint.otel.core.calls import PutCall
 from langgraph.checkpoint.otel.core.concurrent_writes import ConcurrentWrites
-from langgraph.checkpoint.otel.core.runs import Runs
+from langgraph.checkpoint.otel.core.runs import Run, Runs
 from langgraph.checkpoint.otel.core.scope_state import Lineage, ScopeStates, SeenCheckpoint
 from langgraph.checkpoint.otel.core.telemetry import Operation, Telemetry
 from langgraph.checkpoint.otel.core.tool_registry import TOOL_CALLS
@@ -96,14 +96,15 @@ class PutReporter:
         config: RunnableConfig,
         checkpoint: Checkpoint,
         new_versions: ChannelVersions,
+        writer: Run | None,
     ) -> None:
         """Set the put span's attributes and events; `call.metadata` gets the stored
-        telemetry, `call.findings` the divergences found."""
+        telemetry, `call.findings` the divergences found. `writer`: the run writing it."""
         parent_id = (config.get("configurable") or {}).get("checkpoint_id")
         metadata = call.metadata
         values, delta = _logical_values(checkpoint, metadata)
         nodes, resumed_from = self._nodes_applied(
-            scope, parent_id, checkpoint, metadata.get("source")
+            scope, parent_id, checkpoint, metadata.get("source"), writer
         )
         attributes: dict[str, AttributeValue] = {
             names.NODES: nodes,
@@ -156,6 +157,8 @@ class PutReporter:
             attributes[names.SIZE_BYTES] = digest.size_bytes
             attributes[names.WRITTEN_BYTES] = written
             lineage = self._grow(scope, checkpoint, parent_id, digest, written, attributes)
+            if lineage is not None:
+                self._runs.note_lineage(writer, lineage)
             state_changes = [c for c in digest.changed if is_state_channel(c)]
             self._channel_events(op, digest, sizes, state_changes, values)
             added = self._added_tool_activity(scope, digest, values, not parent_id)
@@ -298,7 +301,12 @@ class PutReporter:
         return own, None
 
     def _nodes_applied(
-        self, scope: Scope, parent_id: str | None, checkpoint: Checkpoint, source: Any
+        self,
+        scope: Scope,
+        parent_id: str | None,
+        checkpoint: Checkpoint,
+        source: Any,
+        writer: Run | None,
     ) -> tuple[list[str], tuple[str, str] | None]:
         """The nodes whose writes the checkpoint applies (the tasks that wrote on its parent,
         nodes whose `versions_seen` moved, and on a loop step the parent's `Send` targets,
@@ -315,9 +323,8 @@ class PutReporter:
             # stores delta writes on under durability `exit`, before the run's checkpoint)
             return [], resumed_from
         nodes = set(writers)
-        loop = self._runs.loop_of(scope)
-        if loop is not None:
-            nodes.update(loop.applied_nodes(str(parent_id), str(checkpoint.get("id", ""))))
+        if writer is not None:
+            nodes.update(writer.loop.applied_nodes(str(parent_id), str(checkpoint.get("id", ""))))
         versions_seen = checkpoint.get("versions_seen") or {}
         if parent_id is None:  # the thread's first checkpoint
             nodes.update(stored_nodes(versions_seen, source, None))
@@ -354,7 +361,6 @@ class PutReporter:
                 return None  # the parent's line is unknown (written without this library)
             lineage = (parent[0] + 1, parent[1] + written)
             lineages[str(checkpoint.get("id", ""))] = lineage
-        self._runs.note_lineage(scope, lineage)
         attributes[names.THREAD_CHECKPOINTS] = lineage[0]
         attributes[names.THREAD_WRITTEN_BYTES] = lineage[1]
         return lineage
@@ -436,17 +442,18 @@ class PutReporter:
         writes: Sequence[tuple[str, Any]],
         task_id: str,
         task_path: str,
+        writer: Run | None,
     ) -> tuple[str, str]:
-        """The node and outcome of a pending-writes call; notes the task's node as a writer
-        on the checkpoint it ran from (the child checkpoint applies it)."""
+        """The node and outcome of a pending-writes call by `writer`'s run; notes the task's
+        node as a writer on the checkpoint it ran from (the child checkpoint applies it)."""
         checkpoint_id = str((config.get("configurable") or {}).get("checkpoint_id", ""))
         with self._states.lock:
             seen = self._states.get(scope).last_checkpoint
         sends = seen.sends if seen is not None and seen.id == checkpoint_id else []
         node = node_of_task(task_id, task_path, sends)
-        if node is None and (loop := self._runs.loop_of(scope)) is not None:
+        if node is None and writer is not None:
             # a push task whose checkpoint's put is not seen yet (durability `async`)
-            node = loop.task_node(task_id)
+            node = writer.loop.task_node(task_id)
         if node is None:
             node = update_node(task_id)  # update_state(..., as_node=...)
         if node is not None and node not in PSEUDO_NODES:

@@ -13,6 +13,7 @@ recorded, and the scope's state is forgotten.
 
 from __future__ import annotations
 
+import asyncio
 import threading
 from collections import Counter
 from collections.abc import Iterator, Sequence
@@ -27,7 +28,7 @@ from opentelemetry import trace
 from langgraph.checkpoint.otel import names
 from langgraph.checkpoint.otel._langgraph import loop as langgraph_loop
 from langgraph.checkpoint.otel._langgraph.formats import interrupts_written
-from langgraph.checkpoint.otel._langgraph.loop import LoopRun, RunOutcome
+from langgraph.checkpoint.otel._langgraph.loop import LoopRun, RunOutcome, writing_run
 from langgraph.checkpoint.otel.analysis.fingerprint import StructureSummary
 from langgraph.checkpoint.otel.analysis.hashing import StateHasher
 from langgraph.checkpoint.otel.analysis.records import Scope
@@ -50,6 +51,7 @@ from langgraph.checkpoint.otel.core.telemetry import RunTrace, Telemetry
 class Run:
     """A graph run in progress on one (thread, namespace): its trace and its loop."""
 
+    scope: Scope
     trace: RunTrace
     loop: LoopRun
     task_outcomes: Counter[tuple[str, str]] = field(default_factory=Counter)
@@ -62,6 +64,8 @@ class Run:
     structure: StructureSummary | None = None
     """The structure of the graph running (None: it could not be read)."""
     ended: bool = False
+    cancelled: bool = False
+    """The run was cancelled: saves its loop had submitted may still finish after its end."""
 
 
 class Runs:
@@ -112,7 +116,8 @@ class Runs:
             peer=peer_span(loop.langchain_run_id) if enclosing is None else None,
             activate=not loop.is_async,
         )
-        run = Run(run_trace, loop, structure=structure)
+        run = Run(scope, run_trace, loop, structure=structure)
+        loop.owner = run
         with self._lock:
             earlier = self._runs.get(scope)
             if earlier is not None and not earlier.ended:
@@ -137,6 +142,7 @@ class Runs:
             if run.ended:
                 return
             run.ended = True
+            run.cancelled = isinstance(error, _CANCELLATIONS)
             current = self._runs.get(scope) is run
             displaced = self._displaced.pop(scope, [])
             if current:
@@ -194,17 +200,26 @@ class Runs:
             run = nearest(self._runs, scope)
         return run.loop.graph_name if run is not None else None
 
-    def trace_of_put(self, scope: Scope, checkpoint_id: str) -> RunTrace | None:
-        """The trace of the run putting `checkpoint_id` in `scope`: where two runs of the scope
-        are in progress, the one whose loop holds that checkpoint; else as `trace_of`."""
+    def writer(self, scope: Scope, checkpoint_id: str) -> Run | None:
+        """The run writing a save (a put, or pending writes on `checkpoint_id`) in `scope`.
+
+        The run whose loop submitted the save (LangGraph's own fact, see `writing_run`), even
+        once it has ended (a save that finishes after its run was cancelled). Where that is
+        unknown (something between LangGraph and the wrapper left the loop's context): of two
+        runs of the scope in progress, the one whose loop holds the checkpoint; else the
+        scope's run, if one is in progress.
+        """
+        owner = getattr(writing_run(), "owner", None)
+        if isinstance(owner, Run) and owner.scope == scope:
+            return owner
         with self._lock:
+            run = self._runs.get(scope)
             displaced = self._displaced.get(scope)
-            run = self._runs.get(scope) if displaced else None
         if displaced and run is not None:
             for candidate in (run, *displaced):
                 if candidate.loop.writes(checkpoint_id):
-                    return candidate.trace
-        return self.trace_of(scope)
+                    return candidate
+        return run
 
     def structure_of(self, scope: Scope) -> StructureSummary | None:
         """The structure of the graph whose run is in progress in `scope`, if known."""
@@ -224,23 +239,22 @@ class Runs:
             run = self._runs.get(scope)
         return run.loop if run is not None else None
 
-    def count_task(self, scope: Scope, node: str, outcome: str) -> None:
-        """Count a pending-writes call: on its run (recorded when the run ends), else now."""
-        with self._lock:
-            run = self._runs.get(scope)
-            if run is not None:
-                run.task_outcomes[(node, outcome)] += 1
-                return
+    def count_task(self, run: Run | None, node: str, outcome: str) -> None:
+        """Count a pending-writes call: on its run while in progress (recorded when the run
+        ends), else now."""
+        if run is not None:
+            with self._lock:
+                if not run.ended:
+                    run.task_outcomes[(node, outcome)] += 1
+                    return
         self._telemetry.count_task_outcome(node, outcome)
 
-    def note_lineage(self, scope: Scope, lineage: Lineage) -> None:
-        """The thread's line at the last put of the root graph's run in `scope`."""
-        if scope[1]:
+    def note_lineage(self, run: Run | None, lineage: Lineage) -> None:
+        """The thread's line at the last put of a root graph's run."""
+        if run is None or run.scope[1]:
             return
         with self._lock:
-            run = self._runs.get(scope)
-            if run is not None:
-                run.lineage = lineage
+            run.lineage = lineage
 
     def __len__(self) -> int:
         with self._lock:
@@ -288,6 +302,8 @@ def _current_span_of(run_trace: RunTrace) -> Iterator[None]:
 
 
 _ASYNC_RUNS = _AsyncRuns(max_runs=4096)
+_CANCELLATIONS = (asyncio.CancelledError, GeneratorExit, KeyboardInterrupt)
+"""How a run is stopped from outside rather than failing."""
 
 
 def install_loop_hooks() -> None:
