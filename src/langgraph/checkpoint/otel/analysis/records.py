@@ -588,7 +588,7 @@ def checkpoint_record(
     parent_id: str | None,
     *,
     messages_channel: str = "messages",
-    previous_messages: Sequence[Any] | None = None,
+    previous_messages: Sequence[Any] | MessagesMark | None = None,
     channel_hashes: Mapping[str, str] | None = None,
     state_hash: str | None = None,
     nodes: Sequence[str] | None = None,
@@ -599,7 +599,8 @@ def checkpoint_record(
     Hashes, nodes and tool activity come from the arguments when given (a put knows them),
     else from the wrapper's stored metadata (never re-hashed). Without either, tool activity is
     read from the messages the checkpoint added to `messages_channel` relative to
-    `previous_messages` (by message id, or by count when messages carry no ids).
+    `previous_messages` (the list, or its `MessagesMark`: after its last message, found by
+    id, or by count when messages carry no ids).
     """
     metadata = metadata or {}
     stored = read_stored_telemetry(metadata)
@@ -674,19 +675,44 @@ def unseen_delta_channels_of(
     return {str(c) for c in counters if c in versions and c not in values and c not in hashed}
 
 
-def _first_added(messages: Sequence[Any], previous: Sequence[Any] | None) -> int:
-    if not previous:
-        return 0 if previous is not None else len(messages)
-    n = len(previous)
-    if len(messages) >= n and messages[n - 1] is previous[-1]:
-        return n  # appended to (what add_messages does): no scan of the history
-    ids = {getattr(m, "id", None) for m in previous} - {None}
-    if ids:
-        for index, message in enumerate(messages):
-            if getattr(message, "id", None) not in ids:
-                return index
+MARKED_ID_LIMIT = 256
+"""Longest message id a `MessagesMark` keeps (a longer one is not kept: the count is)."""
+
+
+@dataclass(frozen=True, slots=True)
+class MessagesMark:
+    """Where a message list ended, kept without its content: how many messages it held and
+    its last message's id, from which the messages a later list added are found."""
+
+    count: int
+    last_id: str | None = None
+
+    @classmethod
+    def of(cls, messages: Sequence[Any]) -> MessagesMark:
+        last = getattr(messages[-1], "id", None) if messages else None
+        keep = isinstance(last, str) and len(last) <= MARKED_ID_LIMIT
+        return cls(len(messages), last if keep else None)
+
+    def first_added(self, messages: Sequence[Any]) -> int:
+        """The index of the first message of `messages` added since the mark: the one after
+        the marked last message (found by id, newest first), else after `count` messages."""
+        n = self.count
+        if n == 0:
+            return 0
+        if self.last_id is not None:
+            if len(messages) >= n and getattr(messages[n - 1], "id", None) == self.last_id:
+                return n  # appended to (what add_messages does): no scan of the history
+            for index in range(len(messages) - 1, -1, -1):
+                if getattr(messages[index], "id", None) == self.last_id:
+                    return index + 1
+        return min(n, len(messages))
+
+
+def _first_added(messages: Sequence[Any], previous: Sequence[Any] | MessagesMark | None) -> int:
+    if previous is None:
         return len(messages)
-    return min(len(previous), len(messages))
+    mark = previous if isinstance(previous, MessagesMark) else MessagesMark.of(previous)
+    return mark.first_added(messages)
 
 
 def history_records(

@@ -26,6 +26,7 @@ from langgraph.checkpoint.otel.analysis.divergence import (
 from langgraph.checkpoint.otel.analysis.lineage import Resume
 from langgraph.checkpoint.otel.analysis.records import (
     CheckpointRecord,
+    MessagesMark,
     Scope,
     ToolActivity,
     checkpoint_record,
@@ -59,7 +60,9 @@ UNWATCHED_KINDS = frozenset({"continue"})
 @dataclass(slots=True)
 class _Session:
     comparison: BranchComparison
-    last_messages: list[Any]
+    messages_mark: MessagesMark
+    """Where the branch's messages ended at its last checkpoint (no message is kept: the
+    session outlives its run)."""
     own_tools: bool = False
     """The reference was written without the wrapper: its tool activity is read from each
     checkpoint's own messages, so this branch's puts are compared by theirs too (not with
@@ -103,7 +106,8 @@ class DivergenceWatch:
         messages = self._messages(loaded.checkpoint)
         _, answered = message_tool_activity(messages, turn_start(messages))
         session = _Session(
-            BranchComparison([], {call.key for call in answered}, self.policy), messages
+            BranchComparison([], {call.key for call in answered}, self.policy),
+            MessagesMark.of(messages),
         )
         with self._lock:
             self._sessions[scope] = session
@@ -216,13 +220,13 @@ class DivergenceWatch:
                 config,
                 checkpoint,
                 metadata,
-                session.last_messages,
+                session.messages_mark,
                 nodes=nodes,
                 channel_hashes=channel_hashes,
                 state_hash=state_hash,
                 tools=own_tools if session.own_tools else tools,
             )
-            session.last_messages = self._messages(checkpoint, values)
+            session.messages_mark = MessagesMark.of(self._messages(checkpoint, values))
             session.last_checkpoint_id = record.checkpoint_id
             session.puts += 1
             if session.puts >= self.policy.window:
@@ -235,7 +239,7 @@ class DivergenceWatch:
         config: Mapping[str, Any],
         checkpoint: Mapping[str, Any],
         metadata: Mapping[str, Any] | None,
-        previous_messages: Sequence[Any],
+        previous_messages: MessagesMark,
         **known: Any,
     ) -> CheckpointRecord:
         return checkpoint_record(
@@ -267,7 +271,7 @@ class DivergenceWatch:
             session = self._sessions.get(scope)
             if session is None or session.comparison.compared:
                 return
-            session.last_messages = messages
+            session.messages_mark = MessagesMark.of(messages)
             session.comparison.completed_before = {call.key for call in answered}
 
 

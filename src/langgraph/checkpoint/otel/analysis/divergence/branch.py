@@ -26,7 +26,10 @@ class BranchComparison:
     completed_before: Collection[str] = ()
     """Idempotency keys of tool calls answered before the resume."""
     policy: DivergencePolicy = DEFAULT_POLICY
-    compared: list[CheckpointRecord] = field(default_factory=list)
+    compared: int = 0
+    """Checkpoints of the branch compared so far."""
+    _last: CheckpointRecord | None = None
+    """The branch's last checkpoint compared (the state before the next step)."""
     departed: bool = False
     _reference_answered: dict[str, str] = field(default_factory=dict)
     _reference_calls: dict[str, list[tuple[ToolCall, str]]] = field(default_factory=dict)
@@ -52,8 +55,8 @@ class BranchComparison:
         """Findings revealed by the branch's next checkpoint (fork copies are skipped)."""
         if record.source == "fork":
             return []
-        index = len(self.compared)
-        self.compared.append(record)
+        index, self.compared = self.compared, self.compared + 1
+        before, self._last = self._last, record
         comparable = not self.departed and index < min(len(self.reference), self.policy.window)
         answered = {key: "" for key in self.completed_before}
         answered.update(self._reference_answered)
@@ -61,7 +64,7 @@ class BranchComparison:
         step = Step(
             record,
             self.reference[index] if comparable else None,
-            comparable and self._same_start(index),
+            comparable and self._same_start(index, before),
             answered,
             self._reference_calls,
             self.policy,
@@ -81,13 +84,13 @@ class BranchComparison:
             self._answered.setdefault(call.key, record.checkpoint_id)
         return findings
 
-    def _same_start(self, index: int) -> bool:
+    def _same_start(self, index: int, before: CheckpointRecord | None) -> bool:
         """Whether both branches were in the same state before the step at `index`: equal
         hashes of their state channels (LangGraph's bookkeeping left out: a pending `Send` to
         a tool node carries the model's call id, new on every run), else equal state hashes."""
-        if index == 0:
+        if index == 0 or before is None:
             return True  # both branches start from the fork point
-        before, reference_before = self.compared[index - 1], self.reference[index - 1]
+        reference_before = self.reference[index - 1]
         if before.channel_hashes and reference_before.channel_hashes:
             skip = (
                 self.policy.ignore_channels
