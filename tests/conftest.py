@@ -151,8 +151,8 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
-    """Skips under CI, and the ground-truth matrix (tests/test_ground_truth.py) when its cases
-    ran."""
+    """Skips under CI, the ground-truth matrix (tests/test_ground_truth.py) and the service
+    load figures (tests/test_service_load.py) when they ran."""
     if in_ci() and _skipped:
         terminalreporter.section(
             "CI=true: skipped tests are failures", sep="=", red=True, bold=True
@@ -164,3 +164,8 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
     if text:
         terminalreporter.section("ground truth: verdicts against what really happens")
         terminalreporter.write_line(text)
+    service = sys.modules.get("test_service_load")
+    figures = service.FIGURES if service is not None else None
+    if figures:
+        terminalreporter.section("service under load: instrumented beside bare")
+        terminalreporter.write_line(figures)
