@@ -8,6 +8,12 @@ what the wrapper keeps. Reported per run: RSS growth (``/proc/self/statm``, afte
 200 threads) and tracemalloc growth; the figure is instrumented minus bare, at ~400 B and at
 20 KB messages (it must not depend on the message size).
 
+The `approval` workload is a team's support desk instead: `create_react_agent` whose turns
+each fetch a 100 KB order record and stop for a human's approval (`interrupt()`), every turn
+resumed (so the divergence watch opens a session per thread): 2,000 threads of two approved
+turns, 8,000 runs, RSS read every 2,000 runs; the figure is instrumented growth minus bare
+growth from the first reading to the last (target: the same 10 MB).
+
     .venv/bin/python benchmarks/memory.py [--quick]
 """
 
@@ -23,6 +29,7 @@ from pathlib import Path
 from typing import Annotated, Any, TypedDict
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
 from langchain_core.messages import AnyMessage
 from langgraph.graph.message import add_messages
@@ -113,6 +120,79 @@ def child(variant: str, size: int, threads: int) -> dict[str, Any]:
     }
 
 
+APPROVAL_RUNS = {"full": 8_000, "quick": 2_000}
+APPROVAL_EVERY = 1_000
+
+
+def child_approval(variant: str, runs: int) -> dict[str, Any]:
+    """RSS every `APPROVAL_EVERY` runs of the approval workload (run in its own process)."""
+    import _harness as h
+    from langgraph.checkpoint.memory import InMemorySaver
+
+    import agents
+    from langgraph.checkpoint.otel import instrument
+
+    tel = h.Telemetry("noop")
+    inner = InMemorySaver()
+    saver = (
+        inner
+        if variant == "bare"
+        else instrument(
+            inner, tracer_provider=tel.tracer_provider, meter_provider=tel.meter_provider
+        )
+    )
+    graph = agents.refund_desk(saver)
+    readings: list[tuple[int, float]] = []
+    done = 0
+    for i in range(runs // 4):
+        agents.two_approved_turns(graph, f"t{i}")
+        inner.delete_thread(f"t{i}")  # the wrapper is not told
+        done += 4
+        if done % APPROVAL_EVERY == 0:
+            tel.drop_exported()
+            gc.collect()
+            readings.append((done, _rss_bytes() / 1e6))
+    cache = saver.observer.cache_sizes() if variant != "bare" else {}  # type: ignore[attr-defined]
+    tel.shutdown()
+    return {"readings": readings, "caches": cache}
+
+
+def bench_approval(label: str) -> dict[str, Any]:
+    """The approval workload, bare and instrumented, each in its own subprocess."""
+    runs = APPROVAL_RUNS[label]
+    result: dict[str, Any] = {"runs": runs, "target_mb": TARGET_MB}
+    for variant in ("bare", "instrumented"):
+        out = subprocess.run(
+            [sys.executable, __file__, "--approval", variant, str(runs)],
+            check=True,
+            capture_output=True,
+            text=True,
+        ).stdout
+        row = json.loads(out.strip().splitlines()[-1])
+        readings = row["readings"]
+        row["growth_mb"] = readings[-1][1] - readings[0][1]
+        result[variant] = row
+    result["added_growth_mb"] = result["instrumented"]["growth_mb"] - result["bare"]["growth_mb"]
+    result["passed"] = result["added_growth_mb"] <= TARGET_MB
+    return result
+
+
+def approval_lines(result: dict[str, Any]) -> list[str]:
+    lines = [
+        f"memory, approval workload: {result['runs']} runs (threads of two approved refund "
+        "turns, 100 KB tool results, every turn a resume); RSS in MB at each reading"
+    ]
+    for variant in ("bare", "instrumented"):
+        readings = "  ".join(f"{runs}: {mb:6.1f}" for runs, mb in result[variant]["readings"])
+        lines.append(f"  {variant:12s} {readings}")
+    lines.append(
+        f"  growth from the first reading: bare {result['bare']['growth_mb']:.1f}, instrumented "
+        f"{result['instrumented']['growth_mb']:.1f}, added {result['added_growth_mb']:.1f} "
+        f"(target <= {result['target_mb']:.0f})"
+    )
+    return lines
+
+
 def bench_memory(label: str) -> dict[str, Any]:
     """Every (size, variant) in its own subprocess; JSON-serializable."""
     threads = THREADS[label]
@@ -156,14 +236,22 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--child", nargs=3, metavar=("VARIANT", "SIZE", "THREADS"))
+    parser.add_argument("--approval", nargs=2, metavar=("VARIANT", "RUNS"))
     args = parser.parse_args()
     if args.child:
         variant, size, threads = args.child
         print(json.dumps(child(variant, int(size), int(threads))))
         return 0
-    result = bench_memory("quick" if args.quick else "full")
+    if args.approval:
+        variant, runs = args.approval
+        print(json.dumps(child_approval(variant, int(runs))))
+        return 0
+    label = "quick" if args.quick else "full"
+    result = bench_memory(label)
     print("\n".join(report_lines(result)))
-    print(json.dumps(result, indent=1))
+    approval = bench_approval(label)
+    print("\n".join(approval_lines(approval)))
+    print(json.dumps({**result, "approval": approval}, indent=1))
     return 0
 
 

@@ -485,6 +485,47 @@ def approval_agent(
     return react_agent(checkpointer, script or approval_script(), tools, **kw)
 
 
+def refund_desk(saver: Saver | None, result_size: int = 100_000) -> Any:
+    """`create_react_agent` on a refund desk: each turn fetches an order record of
+    `result_size` characters and asks a human to approve the refund (`interrupt()`), then
+    answers."""
+
+    @tool
+    def fetch_order(order: str) -> str:
+        """Fetch an order's full record."""
+        return order.ljust(result_size, ".")
+
+    @tool
+    def approve(action: str) -> str:
+        """Ask a human to approve an action."""
+        return f"{action}: {interrupt({'approve': action})}"
+
+    script = Script(
+        [
+            calls(("fetch_order", {"order": "A-1"}), ("approve", {"action": "refund"})),
+            Turn("Refunded."),
+        ]
+        * 2
+    )
+    import warnings
+
+    from langgraph.prebuilt import create_react_agent
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return create_react_agent(
+            ScriptedChatModel(script=script), [fetch_order, approve], checkpointer=saver
+        )
+
+
+def two_approved_turns(graph: Any, thread_id: str) -> None:
+    """Two refund turns on `refund_desk`, each stopped for approval and resumed: four runs."""
+    config = thread(thread_id)
+    for turn in range(2):
+        graph.invoke({"messages": [HumanMessage(f"refund order {turn}")]}, config)
+        graph.invoke(Command(resume="approved"), config)
+
+
 # --------------------------------------------------------------------------------------------
 # driving a run
 # --------------------------------------------------------------------------------------------

@@ -9,15 +9,12 @@ from __future__ import annotations
 
 import gc
 import types
-import warnings
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from langchain_core.messages import BaseMessage, HumanMessage
-from langchain_core.tools import tool
+from langchain_core.messages import BaseMessage
 from langgraph.checkpoint.memory import InMemorySaver
-from langgraph.types import Command, interrupt
 
 import agents
 from helpers import OTel
@@ -27,43 +24,6 @@ from langgraph.checkpoint.otel.core.tool_registry import TOOL_CALLS
 
 THREADS = 300
 RESULT_SIZE = 100_000
-
-
-def refund_desk(saver: Any) -> Any:
-    """A tool-calling agent: each turn fetches a 100 KB order record and asks a human to
-    approve the refund (`interrupt()`), then answers."""
-
-    @tool
-    def fetch_order(order: str) -> str:
-        """Fetch an order's full record."""
-        return order.ljust(RESULT_SIZE, ".")
-
-    @tool
-    def approve(action: str) -> str:
-        """Ask a human to approve an action."""
-        return f"{action}: {interrupt({'approve': action})}"
-
-    script = agents.Script(
-        [
-            agents.calls(("fetch_order", {"order": "A-1"}), ("approve", {"action": "refund"})),
-            agents.Turn("Refunded."),
-        ]
-        * 2
-    )
-    from langgraph.prebuilt import create_react_agent
-
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        return create_react_agent(
-            agents.ScriptedChatModel(script=script), [fetch_order, approve], checkpointer=saver
-        )
-
-
-def two_approved_turns(graph: Any, thread_id: str) -> None:
-    config = agents.thread(thread_id)
-    for turn in range(2):
-        graph.invoke({"messages": [HumanMessage(f"refund order {turn}")]}, config)
-        graph.invoke(Command(resume="approved"), config)
 
 
 def live_messages() -> int:
@@ -96,10 +56,10 @@ def test_no_message_is_alive_once_the_runs_end(otel: OTel, variant: str) -> None
         saver = instrument(
             inner, tracer_provider=otel.tracer_provider, meter_provider=otel.meter_provider
         )
-    graph = refund_desk(saver)
+    graph = agents.refund_desk(saver, RESULT_SIZE)
     before = live_messages()
     for index in range(THREADS):
-        two_approved_turns(graph, f"t{index}")
+        agents.two_approved_turns(graph, f"t{index}")
         otel.exporter.clear()
     assert live_messages() - before == 0
     stored = inner.get_tuple(agents.thread("t0"))
@@ -114,9 +74,9 @@ def test_what_the_wrapper_keeps_between_runs_holds_no_values(otel: OTel) -> None
     """Walk everything the wrapper keeps (its observer, the process-wide tool-call registry
     and run table): no message, no tool result, no string longer than an id or a hash."""
     saver = instrument(InMemorySaver(), tracer_provider=otel.tracer_provider)
-    graph = refund_desk(saver)
+    graph = agents.refund_desk(saver, RESULT_SIZE)
     for index in range(20):
-        two_approved_turns(graph, f"t{index}")
+        agents.two_approved_turns(graph, f"t{index}")
     kept = list(reachable(saver.observer, TOOL_CALLS, runs_module._ASYNC_RUNS))
     assert not [o for o in kept if isinstance(o, BaseMessage)]
     long_texts = [o for o in kept if isinstance(o, str) and len(o) > 1024]

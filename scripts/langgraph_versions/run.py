@@ -53,9 +53,11 @@ TESTS = [
     "tests/test_transparency.py",
     "tests/test_agents.py",
     "tests/test_agents_packaged.py",
+    "tests/test_cancelled_runs.py",
 ]
 """The default selection: LangGraph's internals the library reads, the wrapper's transparency,
-the agent corpus and the packaged agents (deepagents, langgraph-supervisor, langgraph-swarm)."""
+the agent corpus, the packaged agents (deepagents, langgraph-supervisor, langgraph-swarm) and
+the attribution of a cancelled run's saves (it follows LangGraph's loop submissions)."""
 
 REPORTED = [
     "langgraph",

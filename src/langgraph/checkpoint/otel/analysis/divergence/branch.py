@@ -29,7 +29,8 @@ class BranchComparison:
     compared: int = 0
     """Checkpoints of the branch compared so far."""
     _last: CheckpointRecord | None = None
-    """The branch's last checkpoint compared (the state before the next step)."""
+    """The branch's last checkpoint compared (the state before the next step), while there is
+    a reference branch to compare it with."""
     departed: bool = False
     _reference_answered: dict[str, str] = field(default_factory=dict)
     _reference_calls: dict[str, list[tuple[ToolCall, str]]] = field(default_factory=dict)
@@ -56,7 +57,8 @@ class BranchComparison:
         if record.source == "fork":
             return []
         index, self.compared = self.compared, self.compared + 1
-        before, self._last = self._last, record
+        # kept only to compare with a reference branch (a session can outlive its run)
+        before, self._last = self._last, record if self.reference else None
         comparable = not self.departed and index < min(len(self.reference), self.policy.window)
         answered = {key: "" for key in self.completed_before}
         answered.update(self._reference_answered)
