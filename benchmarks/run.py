@@ -4,7 +4,8 @@
                                                   # the inspector's, whose databases, 5.3 GB
                                                   # under .bench/, take ~2 min the first time;
                                                   # +6.5 min for the matrix, section 9,
-                                                  # +1 min for the breakdown, section 10)
+                                                  # +1 min for the breakdown, section 10,
+                                                  # +5 min for the service, section 12)
     .venv/bin/python benchmarks/run.py --quick    # ~2.5 min (1 min 45 s of it the matrix)
 
 Prints a table and a PASS/FAIL summary per target, writes .bench/results.json, and always
@@ -37,6 +38,7 @@ import memory
 import own_work
 import peers
 import restart
+import service
 from langchain_core.messages import HumanMessage
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -324,6 +326,7 @@ def main() -> int:
             "scale",
             "matrix",
             "breakdown",
+            "service",
         ),
         help="run only one of the benchmarks",
     )
@@ -358,6 +361,7 @@ def main() -> int:
         "inspector_scale": None,
         "matrix": None,
         "breakdown": None,
+        "service": None,
     }
 
     with tempfile.TemporaryDirectory(prefix="lgotel-bench-") as tmp:
@@ -380,6 +384,8 @@ def main() -> int:
         if args.only in (None, "memory"):
             log(f"[memory] {memory.THREADS[plan.label]} threads x 5 steps, bare and instrumented")
             results["memory"] = memory.bench_memory(plan.label)
+            log(f"[memory] approval workload: {memory.APPROVAL_RUNS[plan.label]} resumed runs")
+            results["memory"]["approval"] = memory.bench_approval(plan.label)
         if args.only in (None, "peers"):
             log("[peers] this library next to the LangChain instrumentations")
             results["peers"] = peers.bench_peers(plan.label)
@@ -398,6 +404,9 @@ def main() -> int:
         if args.only in (None, "breakdown"):
             log("[breakdown] where the added CPU goes, part by part (the floors)")
             results["breakdown"] = breakdown.bench_breakdown(quick=plan.label == "quick")
+        if args.only in (None, "service"):
+            log("[service] the support desk under load: bare, ours, official GenAI")
+            results["service"] = service.bench_service(plan.label)
     results["elapsed_s"] = time.perf_counter() - started
 
     targets = evaluate(results)
@@ -517,6 +526,16 @@ def _module_targets(results: dict[str, Any]) -> list[dict[str, Any]]:
                     memory.TARGET_MB,
                 )
             )
+        approval = results["memory"].get("approval")
+        if approval:
+            targets.append(
+                _target(
+                    f"memory: RSS growth added over {approval['runs']} resumed runs (approval "
+                    "workload, MB)",
+                    approval["added_growth_mb"],
+                    memory.TARGET_MB,
+                )
+            )
     if results["peers"]:
         p = results["peers"]
         for cell in PEER_CELLS:
@@ -589,6 +608,8 @@ def print_report(results: dict[str, Any], targets: list[dict[str, Any]]) -> None
         )
     if results["memory"]:
         print("\n4. " + "\n".join(memory.report_lines(results["memory"])))
+        if results["memory"].get("approval"):
+            print("   " + "\n   ".join(memory.approval_lines(results["memory"]["approval"])))
     if results["peers"]:
         print("\n5. " + "\n".join(peers.report_lines(results["peers"])))
     if results["own_work"]:
@@ -601,6 +622,8 @@ def print_report(results: dict[str, Any], targets: list[dict[str, Any]]) -> None
         print("\n9. " + "\n".join(matrix.report_lines(results["matrix"])))
     if results["breakdown"]:
         print("\n10. " + "\n".join(breakdown.report_lines(results["breakdown"])))
+    if results["service"]:
+        print("\n12. " + "\n".join(service.report_lines(results["service"])))
     if results["reads"]:
         print(
             f"\n3. reads of a {READ_CHECKPOINTS}-checkpoint thread (median ms; ratio to bare): "

@@ -31,7 +31,7 @@ from service_load import LoadPlan, Service, drive, percentile, stats_of
 
 VARIANTS = ("bare", "ours", "genai")
 PLANS = {
-    "full": (LoadPlan(threads=320, turns=4, concurrency=64, cancel_rate=0.08, kill_after=None), 3),
+    "full": (LoadPlan(threads=320, turns=4, concurrency=64, cancel_rate=0.08, kill_after=None), 2),
     "quick": (LoadPlan(threads=96, turns=4, concurrency=32, cancel_rate=0.08, kill_after=None), 1),
 }
 
