@@ -121,7 +121,7 @@ class LoopRun:
             loop.submit = _Submitter(submit, self).submit
         else:
             _missing("PregelLoop.submit (the run each save belongs to)")
-        channels = _delta_channels(self.loop())
+        channels = _delta_channels(loop)
         with self._lock:
             callbacks, self._entered = self._entered, []
         if not channels:

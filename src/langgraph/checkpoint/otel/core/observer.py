@@ -27,7 +27,7 @@ from langgraph.checkpoint.otel import names
 from langgraph.checkpoint.otel._langgraph.loop import LoopRun, entering_run
 from langgraph.checkpoint.otel.analysis.hashing import StateHasher
 from langgraph.checkpoint.otel.analysis.lineage import RunStart
-from langgraph.checkpoint.otel.analysis.records import bounded_text, key_text
+from langgraph.checkpoint.otel.analysis.records import Scope, bounded_text, key_text
 from langgraph.checkpoint.otel.core.agent_events import AgentEvents, opted_in
 from langgraph.checkpoint.otel.core.calls import (
     InnerCall,
@@ -39,7 +39,7 @@ from langgraph.checkpoint.otel.core.calls import (
 )
 from langgraph.checkpoint.otel.core.put_report import PutReporter, writes_attributes
 from langgraph.checkpoint.otel.core.resumes import ResumeReporter
-from langgraph.checkpoint.otel.core.runs import Runs
+from langgraph.checkpoint.otel.core.runs import Run, Runs
 from langgraph.checkpoint.otel.core.scope_state import ScopeStates, scope_of
 from langgraph.checkpoint.otel.core.telemetry import (
     PACKAGE_VERSION,
@@ -144,13 +144,11 @@ class CheckpointObserver:
         attributes[names.CHECKPOINT_ID] = bounded_text(checkpoint.get("id", ""))
         scope = scope_of(config)
         writer = self._runs.writer(scope, str(checkpoint.get("id", "")))
-        if writer is not None and writer.cancelled:
-            attributes[names.WRITTEN_AFTER_CANCEL] = True
+        run = self._in_run(writer, scope, attributes)
         if self.options.migrations is not None:
             self.telemetry.guard(
                 "store migrated", self._puts.store_migrated, call, scope, checkpoint
             )
-        run = writer.trace if writer is not None else self._runs.trace_of(scope)
         with self.telemetry.operation(names.SPAN_PUT, "put", attributes, run=run) as op:
             self.telemetry.guard(
                 "describe put",
@@ -212,11 +210,7 @@ class CheckpointObserver:
             attributes = config_attributes(config)
             if task is not None:
                 attributes.update(writes_attributes(writes, task_id, task_path, *task))
-            if writer is not None and writer.cancelled:
-                attributes[names.WRITTEN_AFTER_CANCEL] = True
-        run = None
-        if span_name is not None:
-            run = writer.trace if writer is not None else self._runs.trace_of(scope)
+        run = self._in_run(writer, scope, attributes) if span_name is not None else None
         with self.telemetry.operation(span_name, "put_writes", attributes, run=run) as op:
             call.op = op
             yield call
@@ -224,6 +218,17 @@ class CheckpointObserver:
             self._runs.count_task(writer, *task)
             if task[1] == "interrupt" and self._events is not None:
                 self.telemetry.guard("note pauses", self._runs.note_pauses, scope, config, writes)
+
+    def _in_run(
+        self, writer: Run | None, scope: Scope, attributes: dict[str, AttributeValue]
+    ) -> RunTrace | None:
+        """The trace a save of `scope` goes in: its writer's (marked when that run was
+        cancelled before the save), else the trace of the run in progress, if any."""
+        if writer is None:
+            return self._runs.trace_of(scope)
+        if writer.cancelled:
+            attributes[names.WRITTEN_AFTER_CANCEL] = True
+        return writer.trace
 
     # --- reads and maintenance --------------------------------------------------------------
 
