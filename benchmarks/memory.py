@@ -50,6 +50,15 @@ def _rss_bytes() -> int:
         return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
 
 
+def _saver(variant: str, inner: Any, tel: Any) -> Any:
+    """`inner` itself (bare) or wrapped, reporting to `tel`'s providers."""
+    if variant == "bare":
+        return inner
+    from langgraph.checkpoint.otel import instrument
+
+    return instrument(inner, tracer_provider=tel.tracer_provider, meter_provider=tel.meter_provider)
+
+
 def child(variant: str, size: int, threads: int) -> dict[str, Any]:
     """One measurement (run in its own process)."""
     import tracemalloc
@@ -58,8 +67,6 @@ def child(variant: str, size: int, threads: int) -> dict[str, Any]:
     from langchain_core.messages import AIMessage, HumanMessage
     from langgraph.checkpoint.memory import InMemorySaver
     from langgraph.graph import END, START, StateGraph
-
-    from langgraph.checkpoint.otel import instrument
 
     def node(name: str) -> Any:
         def run(state: State) -> dict[str, Any]:
@@ -79,13 +86,7 @@ def child(variant: str, size: int, threads: int) -> dict[str, Any]:
 
     tel = h.Telemetry("noop")
     inner = InMemorySaver()
-    saver = (
-        inner
-        if variant == "bare"
-        else instrument(
-            inner, tracer_provider=tel.tracer_provider, meter_provider=tel.meter_provider
-        )
-    )
+    saver = _saver(variant, inner, tel)
     graph = builder.compile(checkpointer=saver)
 
     def one(i: int) -> None:
@@ -130,17 +131,10 @@ def child_approval(variant: str, runs: int) -> dict[str, Any]:
     from langgraph.checkpoint.memory import InMemorySaver
 
     import agents
-    from langgraph.checkpoint.otel import instrument
 
     tel = h.Telemetry("noop")
     inner = InMemorySaver()
-    saver = (
-        inner
-        if variant == "bare"
-        else instrument(
-            inner, tracer_provider=tel.tracer_provider, meter_provider=tel.meter_provider
-        )
-    )
+    saver = _saver(variant, inner, tel)
     graph = agents.refund_desk(saver)
     readings: list[tuple[int, float]] = []
     done = 0
