@@ -33,7 +33,7 @@ import resource
 import sys
 import uuid
 from collections import defaultdict
-from collections.abc import AsyncIterator, Awaitable
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager, suppress
 from typing import Any
 
@@ -192,7 +192,17 @@ class Desk:
         """Run the agent; cancel the run if the client goes away meanwhile."""
         self.runs += 1
         task = asyncio.ensure_future(self.graph.ainvoke(graph_input, config))
-        await _until_done_or_gone(request, task, self)
+        while True:
+            done, _ = await asyncio.wait({task}, timeout=DISCONNECT_POLL)
+            if done:
+                task.result()
+                return
+            if await request.is_disconnected():
+                self.cancelled += 1
+                task.cancel()
+                with suppress(asyncio.CancelledError):
+                    await task
+                return
 
     async def say(self, request: Request) -> JSONResponse:
         thread_id = request.path_params["thread_id"]
@@ -248,21 +258,6 @@ class Desk:
                 "live_messages": sum(1 for o in gc.get_objects() if isinstance(o, BaseMessage)),
             }
         )
-
-
-async def _until_done_or_gone(request: Request, task: Awaitable[Any], desk: Desk) -> None:
-    future = asyncio.ensure_future(task)
-    while True:
-        done, _ = await asyncio.wait({future}, timeout=DISCONNECT_POLL)
-        if done:
-            future.result()
-            return
-        if await request.is_disconnected():
-            desk.cancelled += 1
-            future.cancel()
-            with suppress(asyncio.CancelledError):
-                await future
-            return
 
 
 def _content(message: BaseMessage) -> list[Any]:
