@@ -5,6 +5,7 @@ These names are the public contract (docs/telemetry.md is checked against this m
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Final
 
 SCOPE: Final = "langgraph.checkpoint.otel"
@@ -229,6 +230,41 @@ DIVERGENCE_GRAPH: Final = "langgraph.divergence.graph"
 DIVERGENCE_POLICY: Final = "langgraph.divergence.policy"
 """On put and resume spans: the divergence policy the run applies, where it differs from the
 default, as compact JSON (`DivergencePolicy.stored`); offline commands apply it."""
+
+# --- findings (one attribute filter finds them) ---------------------------------------------
+FINDINGS: Final = "langgraph.findings"
+"""String array on put and resume spans: the kinds of findings the span carries (sorted, each
+once; `FindingKinds`), set once per span; absent when there are none. Never content."""
+FLAGGED: Final = "langgraph.flagged"
+"""Boolean `true` on every span with `langgraph.findings`; absent otherwise: one exact-match
+filter (Jaeger's tag search, a boolean facet) finds every flagged span."""
+
+
+class FindingKinds:
+    """The values of `langgraph.findings`."""
+
+    DIVERGENCE_PREFIX: Final = "divergence."
+    """A divergence finding: `divergence.<langgraph.divergence.kind>` (put spans)."""
+    RESUME_CRASH: Final = "resume.crash"
+    """A `crash` resume (resume spans); error, interrupt, fork, update and continue are not."""
+    SCHEMA_MISMATCH: Final = "schema.mismatch"
+    """The resume span's `langgraph.schema.mismatch` event."""
+    GRAPH_CHANGED: Final = "graph.changed"
+    """The resume span's `langgraph.graph.changed` event."""
+    CONCURRENT_WRITE: Final = "concurrent_write"
+    """The put span's `langgraph.concurrent_write` event."""
+
+    @classmethod
+    def divergence(cls, kind: str) -> str:
+        """The finding of a divergence of `kind` (`state` -> `divergence.state`)."""
+        return cls.DIVERGENCE_PREFIX + kind
+
+
+def finding_attributes(kinds: Iterable[str]) -> dict[str, list[str] | bool]:
+    """`langgraph.findings` and `langgraph.flagged` for `kinds` (empty: none)."""
+    found = sorted(set(kinds))
+    return {FINDINGS: found, FLAGGED: True} if found else {}
+
 
 # --- metrics ----------------------------------------------------------------------------------
 METRIC_OPERATION_DURATION: Final = "langgraph.checkpoint.operation.duration"

@@ -184,15 +184,22 @@ class PutReporter:
             own_tools=own,
             values=values,
         )
+        kinds = [names.FindingKinds.divergence(f.kind) for f in call.findings]
         if call.findings:
             attributes[names.DIVERGENCE_DETECTED] = True
             self._report_findings(op, call.findings)
-        op.set(attributes)
         context = op.trace_context()
-        if context is not None and parent_id and "concurrent_write" in self._watch.policy.detectors:
-            self._check_concurrent(
+        if (
+            context is not None
+            and parent_id
+            and "concurrent_write" in self._watch.policy.detectors
+            and self._check_concurrent(
                 op, scope, checkpoint, metadata, str(parent_id), resumed_from, context
             )
+        ):
+            kinds.append(names.FindingKinds.CONCURRENT_WRITE)
+        attributes.update(names.finding_attributes(kinds))
+        op.set(attributes)
         if (
             state_hash or context or lineage or schema_version or structure
         ) and not _user_claims_metadata_key(config, metadata):
@@ -220,9 +227,9 @@ class PutReporter:
         parent_id: str,
         resumed_from: tuple[str, str] | None,
         context: TraceContext,
-    ) -> None:
+    ) -> bool:
         """`langgraph.concurrent_write` when another run of this process already wrote a child
-        of this checkpoint's parent at once (see `core.concurrent_writes`)."""
+        of this checkpoint's parent at once (see `core.concurrent_writes`); whether it did."""
         step = metadata.get("step")
         record = CheckpointRecord(
             checkpoint_id=bounded_text(checkpoint.get("id", "")),
@@ -234,7 +241,7 @@ class PutReporter:
         )
         other = self._concurrent.note((bounded_text(scope[0]), bounded_text(scope[1])), record)
         if other is None:
-            return
+            return False
         op.event(
             names.EVENT_CONCURRENT_WRITE,
             {
@@ -243,6 +250,7 @@ class PutReporter:
             },
         )
         self._telemetry.count_concurrent_write(self._runs.graph_name(scope))
+        return True
 
     def _added_tool_activity(
         self, scope: Scope, digest: StateDigest, values: Mapping[str, Any], first: bool

@@ -101,8 +101,10 @@ class ResumeReporter:
                 self._telemetry.guard(
                     "agent event", self._report_resume, op, scope, resume, result, writer
                 )
-            call.migration = self._check_schema(op, stored, attributes)
-            self._check_structure(op, scope, stored, attributes)
+            findings = [names.FindingKinds.RESUME_CRASH] if resume.kind == "crash" else []
+            call.migration = self._check_schema(op, stored, attributes, findings)
+            self._check_structure(op, scope, stored, attributes, findings)
+            attributes.update(names.finding_attributes(findings))
             self._note_tool_requests(scope, resume, result.checkpoint.get("channel_values") or {})
             with self._states.lock:
                 state = self._states.get(scope)
@@ -161,10 +163,14 @@ class ResumeReporter:
         )
 
     def _check_schema(
-        self, op: Operation, stored: StoredTelemetry | None, attributes: dict[str, AttributeValue]
+        self,
+        op: Operation,
+        stored: StoredTelemetry | None,
+        attributes: dict[str, AttributeValue],
+        findings: list[str],
     ) -> tuple[str, str] | None:
-        """Report a resume of a checkpoint written under another schema version; the
-        (written, running) versions when declared migrations must be applied."""
+        """Report a resume of a checkpoint written under another schema version (noted in
+        `findings`); the (written, running) versions when declared migrations must be applied."""
         running = self._options.schema_version
         if running is not None:
             attributes[names.SCHEMA_VERSION] = running
@@ -179,6 +185,7 @@ class ResumeReporter:
             {names.SCHEMA_WRITTEN_VERSION: written, names.SCHEMA_RUNNING_VERSION: running},
         )
         self._telemetry.count_schema_mismatch(written, running)
+        findings.append(names.FindingKinds.SCHEMA_MISMATCH)
         return (written, running) if self._options.migrations is not None else None
 
     def _check_structure(
@@ -187,9 +194,10 @@ class ResumeReporter:
         scope: Scope,
         stored: StoredTelemetry | None,
         attributes: dict[str, AttributeValue],
+        findings: list[str],
     ) -> None:
         """Report a resume of a checkpoint written under another graph structure, naming the
-        nodes and channels the running graph adds, removes and changes."""
+        nodes and channels the running graph adds, removes and changes (noted in `findings`)."""
         running = self._runs.structure_of(scope)
         if running is None:
             return
@@ -211,6 +219,7 @@ class ResumeReporter:
             },
         )
         self._telemetry.count_graph_change(self._runs.graph_name(scope))
+        findings.append(names.FindingKinds.GRAPH_CHANGED)
 
     def apply_migrations(
         self, call: LoadCall, loaded: CheckpointTuple, next_version: NextVersion
