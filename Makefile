@@ -111,6 +111,16 @@ lint: venv
 demo: venv
 	$(BIN)/python examples/refund_demo.py
 
+## wheel: build the wheel users install into their own app (README, "Install into your app"):
+## dist/langgraph_checkpoint_otel-<version>-py3-none-any.whl, built offline with .venv's hatchling
+## (the previous one removed first). WHEEL_DIR=... writes it elsewhere.
+.PHONY: wheel
+WHEEL_DIR ?= dist
+wheel: venv
+	rm -f "$(WHEEL_DIR)"/langgraph_checkpoint_otel-*.whl
+	$(BIN)/python -m build --wheel --no-isolation --outdir "$(WHEEL_DIR)" .
+	@ls "$(WHEEL_DIR)"/langgraph_checkpoint_otel-*.whl
+
 ## bench: run the benchmarks (with the peer instrumentations of the `bench` extra; PostgreSQL
 ## server binaries for the PostgreSQL cell)
 bench: venv postgres-server $(BENCH_STAMP)
