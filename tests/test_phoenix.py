@@ -21,13 +21,22 @@ itself (the run span: CHAIN), takes ``session.id`` (or, on a span with any
 ``gen_ai.*`` attribute, ``gen_ai.conversation.id``) as the trace's session, keeps attributes
 and events, and drops span links.
 
+A diverged put and the crash resume are found by one span filter, `FLAGGED_FILTER`, evaluated
+by Phoenix itself: the GraphQL ``spans(filterCondition: ...)`` of a project, the query its
+Spans tab runs for the filter box (``phoenix/server/api/types/Project.py``, the condition
+compiled by ``phoenix/trace/dsl/filter.py``). Phoenix stores a dotted attribute nested
+(``attributes['langgraph']['flagged']``), so its filter reads the dotted name bare;
+``attributes['langgraph.flagged']`` matches nothing.
+
 All tests share one Phoenix project of their own (module fixture `thread`). Runtime here:
 20 s on a quiet machine (Phoenix starts in 16-19 s of it), up to 40 s on 2 cores at load 5.
 """
 
 from __future__ import annotations
 
+import json
 import time
+import urllib.request
 import uuid
 from collections import Counter
 from dataclasses import dataclass
@@ -42,6 +51,8 @@ from langgraph.checkpoint.otel.tools.otlp_json import SpanRecord, read_spans
 from phoenix_server import PhoenixServer
 
 THREAD = "phoenix-thread"
+FLAGGED_FILTER = "langgraph.flagged == True"
+"""The Phoenix span filter that finds every span carrying a finding (docs/phoenix.md)."""
 INGEST_TIMEOUT_S = 30.0
 UNKNOWN = "UNKNOWN"
 """The kind Phoenix gives a span whose ``gen_ai.operation.name`` it does not map (and that has
@@ -61,6 +72,7 @@ class Thread:
     """Every span of the project, as Phoenix's REST API serves it."""
     traces: list[dict[str, Any]]
     sessions: list[dict[str, Any]]
+    project: str
 
     def trace_of(self, instance: str) -> str:
         (trace_id,) = {s.trace_id for s in self.sent[instance]}
@@ -118,6 +130,7 @@ def thread(phoenix_server: PhoenixServer, tmp_path_factory: pytest.TempPathFacto
         spans=spans,
         traces=phoenix_server.paged(f"/v1/projects/{project}/traces", sort="start_time"),
         sessions=phoenix_server.paged(f"/v1/projects/{project}/sessions"),
+        project=project,
     )
 
 
@@ -349,3 +362,78 @@ def test_the_resume_by_a_new_release_shows_in_phoenix_what_changed_in_the_graph(
     assert changed["attributes"][names.GRAPH_WRITTEN_STRUCTURE_HASH] == written_under
     assert resume["attributes"][names.GRAPH_STRUCTURE_HASH] not in ("", written_under)
     assert resume["attributes"][names.RESUME_KIND] == "crash"
+
+
+# --------------------------------------------------------------------------------------------
+# findings: one span filter
+# --------------------------------------------------------------------------------------------
+
+
+def filtered_spans(phoenix: PhoenixServer, project: str, condition: str) -> set[str]:
+    """Span ids of `project` that Phoenix's span filter `condition` keeps, as its Spans tab
+    asks for them (GraphQL ``Project.spans(filterCondition:)``, evaluated by the server)."""
+    (project_id,) = [p["id"] for p in phoenix.get("/v1/projects")["data"] if p["name"] == project]
+    query = """query ($id: ID!, $condition: String) { node(id: $id) { ... on Project {
+        spans(first: 1000, filterCondition: $condition) { edges { node { spanId } } } } } }"""
+    request = urllib.request.Request(
+        f"{phoenix.url}/graphql",
+        data=json.dumps(
+            {"query": query, "variables": {"id": project_id, "condition": condition}}
+        ).encode(),
+        headers={"content-type": "application/json"},
+    )
+    with urllib.request.urlopen(request, timeout=30) as response:
+        body = json.loads(response.read())
+    assert "errors" not in body, body["errors"]
+    return {edge["node"]["spanId"] for edge in body["data"]["node"]["spans"]["edges"]}
+
+
+def sent_with_findings(thread: Thread) -> dict[str, tuple[str, str, list[str]]]:
+    """Span id -> (process, span name, findings) of every span sent flagged."""
+    return {
+        s.span_id: (instance, s.name, list(s.attributes[names.FINDINGS]))
+        for instance, spans in thread.sent.items()
+        for s in spans
+        if s.attributes.get(names.FLAGGED) is True
+    }
+
+
+def test_the_crash_resume_and_the_fork_s_diverged_puts_are_the_spans_sent_flagged(
+    thread: Thread,
+) -> None:
+    """The fork from step 1 answers `lookup`, `search`, `book` and `send_email` again, each
+    already answered on the branch it left: `duplicate_tool_call` on the puts of steps 3 and 5
+    (against the killed run's and the resume's answers)."""
+    flagged = sent_with_findings(thread)
+    shown = sorted((instance, name, kinds) for instance, name, kinds in flagged.values())
+    assert shown == [
+        ("fork", names.SPAN_PUT, ["divergence.duplicate_tool_call"]),
+        ("fork", names.SPAN_PUT, ["divergence.duplicate_tool_call"]),
+        ("resume", names.SPAN_RESUME, [names.FindingKinds.RESUME_CRASH]),
+    ]
+    diverged = {
+        s.span_id
+        for s in thread.sent["fork"]
+        if any(e.name == names.EVENT_DIVERGENCE for e in s.events)
+    }
+    assert diverged == {span_id for span_id, (i, _, _) in flagged.items() if i == "fork"}
+
+
+def test_one_phoenix_span_filter_finds_exactly_the_flagged_spans(
+    thread: Thread, phoenix_server: PhoenixServer
+) -> None:
+    found = filtered_spans(phoenix_server, thread.project, FLAGGED_FILTER)
+    assert found == set(sent_with_findings(thread))
+    assert thread.resume_span("resume")["context"]["span_id"] in found
+
+
+def test_phoenix_finds_one_kind_of_finding_by_text_in_the_findings_array(
+    thread: Thread, phoenix_server: PhoenixServer
+) -> None:
+    """Phoenix's ``in`` on an array attribute is a text search of its JSON rendering: a kind's
+    full name finds the spans of that kind (docs/phoenix.md)."""
+    crash = filtered_spans(phoenix_server, thread.project, "'resume.crash' in langgraph.findings")
+    diverged = filtered_spans(phoenix_server, thread.project, "'divergence.' in langgraph.findings")
+    flagged = sent_with_findings(thread)
+    assert crash == {i for i, (_, _, kinds) in flagged.items() if "resume.crash" in kinds}
+    assert diverged == {i for i, (instance, _, _) in flagged.items() if instance == "fork"}
