@@ -24,9 +24,14 @@ Routes:
 - ``bare``: ``./checkpointer.py:bare`` (the same `AsyncSqliteSaver`, unwrapped), no
   OpenTelemetry at all: the reference for results.
 
-On every instrumented route the LangChain instrumentations installed in the dev environment
+On every route above the LangChain instrumentations installed in the dev environment
 (OpenTelemetry's GenAI one and OpenInference's, both entry point ``langchain``) are disabled,
-so the only spans are the library's and the server's own.
+so the only spans are the library's and the server's own. A `Route` that leaves ``langchain``
+out of ``disabled_instrumentations`` keeps them on; ``AgentServer(..., env_root=...)`` runs the
+server from another environment (``<env_root>/bin/langgraph`` and ``opentelemetry-instrument``,
+activated through ``PATH`` and ``VIRTUAL_ENV``), such as one of tests/peer_envs.py holding a
+chosen set of peers; ``Route.graphs`` adds graphs (``./desk.py:support_desk``: the support desk
+of tests/support_desk.py) to ``langgraph.json``.
 
 ``opentelemetry-instrument langgraph dev --config X`` fails: ``opentelemetry-instrument``
 parses its options with argparse, which takes ``--config`` for an ambiguous prefix of its own
@@ -82,6 +87,8 @@ class Route:
     instrumented: bool
     """Run under ``opentelemetry-instrument``, exporting to the receiver."""
     disabled_instrumentations: tuple[str, ...] = ()
+    graphs: tuple[tuple[str, str], ...] = ()
+    """Graphs served besides `GRAPHS`: (graph id, ``path:attribute``)."""
 
 
 ROUTES = {
@@ -120,7 +127,7 @@ def require_cli() -> None:
 
 
 def langgraph_json(route: Route) -> dict[str, Any]:
-    config: dict[str, Any] = {"dependencies": ["."], "graphs": dict(GRAPHS)}
+    config: dict[str, Any] = {"dependencies": ["."], "graphs": {**GRAPHS, **dict(route.graphs)}}
     if route.checkpointer is not None:
         config["checkpointer"] = {"path": route.checkpointer}
     return config
@@ -144,7 +151,9 @@ def _base_env() -> dict[str, str]:
 class AgentServer:
     """One ``langgraph dev`` process for one route (see module docstring)."""
 
-    def __init__(self, route: Route, otlp_endpoint: str | None = None) -> None:
+    def __init__(
+        self, route: Route, otlp_endpoint: str | None = None, env_root: Path | None = None
+    ) -> None:
         if route.instrumented and not otlp_endpoint:
             raise ValueError(f"route {route.name} exports telemetry: give an otlp_endpoint")
         self.route = route
@@ -154,6 +163,10 @@ class AgentServer:
         self.log_path = self.root / "server.log"
         self.port = 0
         self.proc: subprocess.Popen[bytes] | None = None
+        self.env_root = env_root
+        """The environment whose ``langgraph`` and ``opentelemetry-instrument`` run the server
+        (None: this interpreter's)."""
+        self.bin = env_root / "bin" if env_root is not None else BIN
 
     @property
     def url(self) -> str:
@@ -166,7 +179,7 @@ class AgentServer:
 
     def command(self) -> list[str]:
         serve = [
-            str(LANGGRAPH),
+            str(self.bin / LANGGRAPH.name),
             "dev",
             "--no-browser",
             "--no-reload",
@@ -178,11 +191,15 @@ class AgentServer:
         if not self.route.instrumented:
             return serve
         # `--`: nothing after it is parsed as an option of opentelemetry-instrument.
-        return [str(OTEL_INSTRUMENT), "--", *serve]
+        return [str(self.bin / OTEL_INSTRUMENT.name), "--", *serve]
 
     def env(self) -> dict[str, str]:
         env = _base_env()
         env["AGENT_APP_SQLITE"] = str(self.root / "checkpoints.sqlite")
+        if self.env_root is not None:
+            env.pop("PYTHONPATH", None)
+            env["VIRTUAL_ENV"] = str(self.env_root)
+            env["PATH"] = f"{self.bin}{os.pathsep}{env.get('PATH', '')}"
         if self.route.instrumented:
             env.update(
                 OTEL_SERVICE_NAME=f"agent-server-{self.route.name}",
