@@ -6,8 +6,9 @@ Starts ``phoenix serve`` (from .venv-phoenix, like tests/test_phoenix.py), runs 
 three processes (`tests/phoenix_app.py`: a run SIGKILLed mid-run, its resume in a new process,
 a fork from an earlier checkpoint), each exporting OTLP/HTTP to Phoenix, then photographs with
 headless Chromium the project's page (its Spans tab of root spans), its Traces tab, the
-thread's session and the resume's trace (the resume span selected, its attributes shown), and
-stacks the four into OUT.png.
+thread's session, the resume's trace (the resume span selected, its attributes shown), the
+Spans tab filtered by ``langgraph.flagged == True`` (the spans carrying findings) and the fork's
+trace with its diverged put selected, and stacks the six into OUT.png.
 
 ``--src DIR`` runs the app processes on the library's sources in DIR (put first on their
 PYTHONPATH): ``git worktree add --detach /tmp/before 29a6eae`` then ``--src /tmp/before/src``
@@ -26,6 +27,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.parse
 from pathlib import Path
 from typing import Any
 
@@ -36,7 +38,11 @@ import phoenix_app  # noqa: E402
 from phoenix_server import PhoenixServer  # noqa: E402
 
 THREAD = "refund-thread-42"
+FLAGGED_FILTER = "langgraph.flagged == True"
+"""Phoenix's span filter for every span carrying a finding (docs/phoenix.md)."""
 WINDOW = (1600, 1000)
+TALL_WINDOW = (1600, 1500)
+"""The last shot's: every attribute of the diverged put in view, `langgraph.findings` too."""
 RENDER_BUDGET_MS = 30_000
 """Virtual time Chromium gives Phoenix's single-page app to fetch and draw before the shot."""
 
@@ -81,10 +87,11 @@ def wait_for(phoenix: PhoenixServer, path: str, count: int, **query: Any) -> lis
         time.sleep(0.2)
 
 
-def stack(panels: list[tuple[str, Path]], title: str, out: Path, work: Path) -> None:
-    """`panels` (caption, png) one under another with `title` on top, rendered to `out`."""
+def stack(panels: list[tuple[str, Path, int]], title: str, out: Path, work: Path) -> None:
+    """`panels` (caption, png, its height) one under another with `title` on top, rendered
+    to `out`."""
     body = "".join(
-        f"<h2>{html.escape(caption)}</h2><img src='{png.as_uri()}'>" for caption, png in panels
+        f"<h2>{html.escape(caption)}</h2><img src='{png.as_uri()}'>" for caption, png, _ in panels
     )
     page = work / "stack.html"
     page.write_text(
@@ -95,7 +102,7 @@ def stack(panels: list[tuple[str, Path]], title: str, out: Path, work: Path) -> 
         f"</style><h1>{html.escape(title)}</h1>{body}",
         encoding="utf-8",
     )
-    height = 60 + len(panels) * (WINDOW[1] + 50)
+    height = 60 + sum(panel_height + 50 for _, _, panel_height in panels)
     chromium(page.as_uri(), out, (WINDOW[0], height))
 
 
@@ -136,6 +143,14 @@ def main(argv: list[str] | None = None) -> int:
             and s["context"]["trace_id"] == resume_trace
         )
         roots = [s for s in spans if s.get("parent_id") is None]
+        flagged = [s for s in spans if s["attributes"].get("langgraph.flagged") is True]
+        diverged = next(
+            s
+            for s in flagged
+            if s["name"] == "langgraph.checkpoint.put"
+            and any(e["name"] == "langgraph.divergence" for e in s.get("events") or ())
+        )
+        kinds = sorted({k for s in flagged for k in s["attributes"]["langgraph.findings"]})
         shots = [
             (
                 f"The project's page (Spans tab, filter parent_id is None): {len(roots)} root"
@@ -156,12 +171,25 @@ def main(argv: list[str] | None = None) -> int:
                 "The resume's trace, its langgraph.checkpoint.resume span selected",
                 f"{base}/traces/{resume_trace}?selectedSpanNodeId={resume_span['id']}",
             ),
+            (
+                f"Spans tab filtered by {FLAGGED_FILTER}: {len(flagged)} spans carry findings"
+                f" ({', '.join(kinds)})",
+                f"{base}/spans?" + urllib.parse.urlencode({"spanFilterCondition": FLAGGED_FILTER}),
+            ),
+            (
+                "The fork's trace, its diverged langgraph.checkpoint.put selected (step"
+                f" {diverged['attributes']['langgraph.checkpoint.step']}): langgraph.findings and"
+                " langgraph.flagged among its attributes",
+                f"{base}/traces/{diverged['context']['trace_id']}"
+                f"?selectedSpanNodeId={diverged['id']}",
+            ),
         ]
         panels = []
         for number, (caption, url) in enumerate(shots):
             png = work / f"shot-{number}.png"
-            chromium(url, png)
-            panels.append((caption, png))
+            window = TALL_WINDOW if number == len(shots) - 1 else WINDOW
+            chromium(url, png, window)
+            panels.append((caption, png, window[1]))
             if args.keep:
                 args.keep.mkdir(parents=True, exist_ok=True)
                 shutil.copy(png, args.keep / png.name)

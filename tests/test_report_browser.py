@@ -36,6 +36,7 @@ from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.graph import START, StateGraph
 from langgraph.types import Command, interrupt
 
+import crash_app
 from helpers import OTel, in_ci
 from langgraph.checkpoint.otel import instrument
 from langgraph.checkpoint.otel.analysis.diff import ChannelChange, CheckpointDiff
@@ -59,6 +60,8 @@ REPO = Path(__file__).resolve().parents[1]
 DOCS_IMAGE = REPO / "docs" / "images" / "report.png"
 WINDOW = (1280, 2000)
 DIVERGED_RED = (0xDC, 0x26, 0x26)  # --diverged in the template
+CRASH_BROWN = (0x9A, 0x34, 0x12)  # --crash in the template
+CRASH_APP = Path(__file__).with_name("crash_app.py")
 
 
 # --------------------------------------------------------------------------------------------
@@ -374,6 +377,73 @@ def test_report_of_a_real_forked_thread_renders_in_chromium(
     background = max(counts.values())
     assert background < 0.97 * width * height
     assert counts.get(DIVERGED_RED, 0) > 50
+
+
+@pytest.fixture
+def crashed_thread(tmp_path: Path, otel: OTel) -> Report:
+    """`crash_app.py` killed by SIGKILL in `step2` (its spans in a file, as it exported them),
+    resumed here (a `crash` resume, stopping at `ask`), then its interrupt answered (an
+    `interrupt` resume); the report of the SQLite file and both processes' spans."""
+    db = tmp_path / "crash.sqlite"
+    killed_spans = tmp_path / "killed.jsonl"
+    command = [sys.executable, str(CRASH_APP), f"sqlite:{db}", THREAD, str(killed_spans)]
+    killed = subprocess.run(
+        [*command, "killed", "run", "--crash-at", "step2"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert killed.returncode == -9, killed.stderr
+    conn = sqlite3.connect(db, check_same_thread=False)
+    try:
+        saver = instrument(
+            SqliteSaver(conn),
+            tracer_provider=otel.tracer_provider,
+            meter_provider=otel.meter_provider,
+        )
+        graph = crash_app.build_graph(None).compile(checkpointer=saver)
+        config: Any = {"configurable": {"thread_id": THREAD}}
+        graph.invoke(None, config, durability="sync")
+        graph.invoke(Command(resume=crash_app.ANSWER), config, durability="sync")
+    finally:
+        conn.close()
+    resumed_spans = tmp_path / "resumed.jsonl"
+    exporter = OtlpJsonSpanExporter(resumed_spans)
+    exporter.export(otel.spans())
+    exporter.shutdown()
+    with open_sources([f"sqlite:///{db}", str(killed_spans), str(resumed_spans)]) as sources:
+        return build_report(sources, THREAD)
+
+
+def test_a_crash_resume_is_marked_apart_from_other_resumes(
+    browser: str, crashed_thread: Report, tmp_path: Path
+) -> None:
+    """The checkpoint a crash resume starts from is ringed, badged and counted in the crash
+    colour, with its legend entry; the interrupt answered afterwards stays an ordinary resume."""
+    resumes = {r.kind: r for r in crashed_thread.resumes.resumes}
+    assert set(resumes) == {"crash", "interrupt"}
+    crash_first = resumes["crash"].first_checkpoint_id
+    assert crash_first is not None
+
+    path = write_report(crashed_thread, tmp_path / "out" / "report.html")
+    screenshot = tmp_path / "crash-report.png"
+    loaded = chromium(browser, path.as_uri(), f"--screenshot={screenshot}")
+    dumped = chromium(browser, path.as_uri(), "--dump-dom")
+    assert loaded.console == [] and dumped.console == [], loaded.console + dumped.console
+    dom = parse(dumped.stdout)
+    ringed = {e.attrs["data-checkpoint-id"] for e in dom.by_class("crashed", "circle")}
+    rows = {e.attrs["data-checkpoint-id"] for e in dom.by_class("crashed", "tr")}
+    assert ringed == rows == {crash_first}
+    assert [e.attrs["data-resume-kind"] for e in dom.by_class("crash", "g")] == ["crash"]
+    badges = sorted(e.text.strip() for e in dom.by_class("badge") if "crash" in e.classes)
+    assert badges == ["crash", "resume: crash"]  # the resumes table and the checkpoint's row
+    ordinary = [e.text.strip() for e in dom.by_class("resume", "span")]
+    assert ordinary == ["resume: interrupt", "interrupt"]
+    assert dom.by_class("l-crash")
+    (count,) = dom.by_class("crash", "div")
+    assert count.text.strip().startswith("1")
+    assert colours(png_pixels(screenshot.read_bytes())[2]).get(CRASH_BROWN, 0) > 50
 
 
 def test_the_demo_report_renders_and_is_the_readme_picture(browser: str, tmp_path: Path) -> None:

@@ -44,6 +44,9 @@ _CHART_RIGHT: Final[int] = 20
 _CHART_TOP: Final[int] = 16
 _CHART_BOTTOM: Final[int] = 40
 
+CRASH: Final[str] = "crash"
+"""The resume kind the report marks as a finding (`langgraph.findings` `resume.crash`)."""
+
 #: Series colours of the size chart (cycled), readable on white.
 PALETTE: Final[tuple[str, ...]] = (
     "#2563eb",
@@ -68,6 +71,11 @@ class Node:
     resume_labels: tuple[str, ...]
     radius: int = RADIUS
     """Smaller for a subgraph's checkpoint."""
+
+    @property
+    def crashed(self) -> bool:
+        """A `crash` resume starts here (or, from spans alone, resumed from here): a finding."""
+        return any(label.split(" ")[0] == CRASH for label in self.resume_labels)
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

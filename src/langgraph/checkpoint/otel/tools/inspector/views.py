@@ -170,6 +170,16 @@ def _online_findings(spans: Iterable[SpanRecord]) -> list[Finding]:
     return findings
 
 
+def _divergence_kinds(put: SpanRecord) -> list[str]:
+    """The divergence kinds a put span's `langgraph.findings` names (`divergence.state` ->
+    `state`)."""
+    kinds = put.attributes.get(names.FINDINGS)
+    if not isinstance(kinds, list | tuple):
+        return []
+    prefix = names.FindingKinds.DIVERGENCE_PREFIX
+    return [str(k)[len(prefix) :] for k in kinds if str(k).startswith(prefix)]
+
+
 def _opt(value: Any) -> str | None:
     return None if value is None else str(value)
 
@@ -349,6 +359,8 @@ def _timeline(data: ThreadData) -> Timeline:
     for f in data.findings:
         flagged[f.checkpoint_id].append(f.kind)
     puts = {str(s.attributes.get(names.CHECKPOINT_ID, "")): s for s in data.puts}
+    for cid, span in puts.items():  # kinds a put names even where its events were dropped
+        flagged[cid].extend(_divergence_kinds(span))
     tuples = data.tuples_by_id
     resumes = data.resume_marks
     rows = []
