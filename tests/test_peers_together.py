@@ -78,11 +78,22 @@ ROUTES = ("instrument", "instrumentor")
 MODES = ("sync", "async")
 ROOT_SCOPE = {
     "openlit": "openlit.instrumentation.langgraph",  # invoke_workflow {graph} (Pregel.invoke)
-    "genai": "opentelemetry.instrumentation.genai.langchain",  # invoke_agent
-    "openinference": "openinference.instrumentation.langchain",  # the graph's CHAIN span
+    "genai": names.SCOPE,  # the library's run span, opened before GenAI's invoke_agent
+    "openinference": names.SCOPE,  # the library's run span, parent of the graph's CHAIN span
     "all": "openlit.instrumentation.langgraph",  # OpenLIT wraps invoke, outside the others
 }
-"""The scope of the span a peer opens around the whole run (the trace's root)."""
+
+
+def root_scopes(cell: Cell) -> set[str]:
+    """Where OpenLIT is on, whichever of its and the library's wrappers of the graph's `invoke`
+    is outer (the later one installed) gives the root; the other is its child."""
+    return {ROOT_SCOPE[cell.peers], names.SCOPE}
+
+
+"""The scope of the run's root span: OpenLIT's `invoke_workflow` where OpenLIT wraps the graph's
+`invoke` (its span is current when the graph is called, so the run joins it); else the
+library's run span, opened when the graph is called, before LangChain's callbacks start, so the
+peers' spans of the graph are its children (`core/graph_runs.py`)."""
 CHECKPOINT_CALL_SPANS = frozenset(
     {names.SPAN_PUT, names.SPAN_PUT_WRITES, names.SPAN_GET, names.SPAN_RESUME}
 )
@@ -629,32 +640,43 @@ def test_a_write_and_reads_outside_a_run_are_one_span_each(outcome: Outcome) -> 
     assert peer_checkpoint_spans(spans) == []
 
 
-def test_the_run_is_one_trace_rooted_in_the_peers_span(outcome: Outcome, cell: Cell) -> None:
-    spans = outcome["run_spans"]
-    mine = ours(spans, *CHECKPOINT_CALL_SPANS)
-    (trace_id,) = {s["trace"] for s in mine}
+def test_the_run_is_one_trace_with_one_root(outcome: Outcome, cell: Cell) -> None:
+    """Every span of the run but OpenLIT's psycopg statements, some of which (batched writes
+    on the connection's own thread) start traces of their own, with or without this library."""
+    spans = [s for s in outcome["run_spans"] if not s["db"]]
+    (trace_id,) = {s["trace"] for s in spans}
     (root,) = [s for s in spans if s["trace"] == trace_id and s["parent"] is None]
-    assert root["scope"] == ROOT_SCOPE[cell.peers], root
+    assert root["scope"] in root_scopes(cell), root
     assert root["operation"] in ("invoke_workflow", "invoke_agent") or root["kind"] == "CHAIN"
 
 
-def test_every_checkpoint_span_descends_from_the_peers_run_span(
-    outcome: Outcome, cell: Cell
-) -> None:
+def test_every_checkpoint_span_descends_from_the_runs_root(outcome: Outcome, cell: Cell) -> None:
     spans = outcome["run_spans"]
     by_id = {s["id"]: s for s in spans}
     mine = ours(spans, *CHECKPOINT_CALL_SPANS)
     assert mine
     for span in mine:
         chain = ancestors(span, by_id)
-        assert chain and chain[-1]["scope"] == ROOT_SCOPE[cell.peers], (span, chain)
+        assert chain and chain[-1]["scope"] in root_scopes(cell), (span, chain)
 
 
-def test_the_library_opens_no_run_span_under_the_peers(outcome: Outcome) -> None:
-    spans = outcome["run_spans"] + outcome["outside_spans"]
-    assert [
-        s["name"] for s in spans if s["scope"] == names.SCOPE and names.is_run_span_name(s["name"])
-    ] == []
+def test_the_run_is_counted_once(outcome: Outcome) -> None:
+    """Exactly one span names the graph's run in GenAI terms (`invoke_workflow` /
+    `invoke_agent` with no such span above it): the library's run span where no peer names
+    runs, GenAI's or OpenLIT's where they do (the library's then carries no operation name)."""
+    spans = outcome["run_spans"]
+    by_id = {s["id"]: s for s in spans}
+    naming = [s for s in spans if s["operation"] in ("invoke_workflow", "invoke_agent")]
+    top = [
+        s
+        for s in naming
+        if not any(
+            a["operation"] in ("invoke_workflow", "invoke_agent") for a in ancestors(s, by_id)
+        )
+    ]
+    assert len(top) == 1, [(s["name"], s["scope"]) for s in top]
+    runs = [s for s in spans if s["scope"] == names.SCOPE and names.is_run_span_name(s["name"])]
+    assert len(runs) <= 1
 
 
 def test_results_are_the_bare_runs(

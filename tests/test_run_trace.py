@@ -167,6 +167,7 @@ def test_the_run_span_is_the_genai_workflow_span_of_the_graph(otel: OTel) -> Non
     assert (run.name, run.kind.name) == ("invoke_workflow planner", "INTERNAL")
     assert {k: v for k, v in (run.attributes or {}).items() if not k.startswith("langgraph.")} == {
         "gen_ai.operation.name": "invoke_workflow",
+        "gen_ai.agent.name": "planner",
         "gen_ai.workflow.name": "planner",
         "gen_ai.conversation.id": "t9",
         "session.id": "t9",

@@ -50,7 +50,16 @@ GRAPH_NAME: Final = "langgraph.graph.name"
 GEN_AI_OPERATION_NAME: Final = "gen_ai.operation.name"
 """`invoke_workflow` on the run span (GenAI semantic conventions, Development status)."""
 GEN_AI_WORKFLOW_NAME: Final = "gen_ai.workflow.name"
-"""The graph's name on the run span, as `langgraph.graph.name`."""
+"""The graph's name on the run span, as `langgraph.graph.name`: kept through the transition
+to GenAI conventions v0.1.0, which replace it with `gen_ai.agent.name` (`AGENT_NAME`)."""
+EXECUTION_ID: Final = "langgraph.execution.id"
+"""On run spans: the execution a run belongs to, the same across the runs that resume one
+another (an interrupt and its answer, a crash and its resume): the id of the first checkpoint
+of the chain. A new input on the thread, or a fork, starts a new execution. Offered as
+`gen_ai.agent.execution.id` on the opt-in agent events."""
+RUN_RESUME_TRACE: Final = "langgraph.run.resume_trace"
+"""On a run span opened under `resume_trace = "continue"` as the child of the put span that
+wrote the checkpoint it resumes: `continue`."""
 OPENINFERENCE_SPAN_KIND: Final = "openinference.span.kind"
 """`CHAIN` on the run span: Phoenix derives its span kinds from `gen_ai.operation.name` for
 agents, tools and models, not for `invoke_workflow`, and shows a graph run as OpenInference's
@@ -268,6 +277,11 @@ def finding_attributes(kinds: Iterable[str]) -> dict[str, list[str] | bool]:
 
 # --- metrics ----------------------------------------------------------------------------------
 METRIC_OPERATION_DURATION: Final = "langgraph.checkpoint.operation.duration"
+METRIC_RUN_DURATION: Final = "gen_ai.invoke_agent.duration"
+"""Histogram, s: each run span the library opened, its duration (GenAI conventions v0.1.0:
+workflows are recorded on the agent duration; attributes `gen_ai.operation.name =
+invoke_workflow`, `gen_ai.agent.name`, `error.type`). Not recorded where a peer
+instrumentation counts the run (`peers.names_graph_runs`)."""
 METRIC_CHECKPOINT_SIZE: Final = "langgraph.checkpoint.size"
 METRIC_CHANNEL_SIZE: Final = "langgraph.checkpoint.channel.size"
 METRIC_RESUMES: Final = "langgraph.checkpoint.resumes"

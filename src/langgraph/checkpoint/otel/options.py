@@ -224,6 +224,14 @@ class InstrumentOptions(BaseModel):
     """Called with each `divergence.Finding` after its checkpoint is stored; an exception it raises
     propagates to the graph (strict mode, as Temporal fails a non-deterministic workflow)."""
 
+    resume_trace: Literal["link", "continue"] = "link"
+    """How a run that resumes a thread (input None or a `Command`, no explicit checkpoint: an
+    interrupt's answer, a crash or error resume) is traced. ``link``: its own trace, linked to
+    the put span that wrote the checkpoint it resumes. ``continue``: a child of that put span,
+    in the writer's trace, across processes and restarts, so an interrupt, the human's answer
+    and the rest of the work are one trace (the library reads the checkpoint once more when
+    such a run is called, to know its writer)."""
+
     messages_channel: str = "messages"
     """The channel holding LangChain messages, read for tool calls."""
 

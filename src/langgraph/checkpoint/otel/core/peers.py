@@ -83,14 +83,32 @@ def peer_span(langchain_run_id: Any) -> Span | None:
     """A peer instrumentation's recording span of the LangChain run `langchain_run_id`."""
     if langchain_run_id is None:
         return None
-    openinference = sys.modules.get("openinference.instrumentation.langchain")
-    make_instrumentor = getattr(openinference, "LangChainInstrumentor", None)
-    if make_instrumentor is None:
-        return None  # not imported: not instrumented
-    instrumentor = make_instrumentor()  # a singleton
-    if not getattr(instrumentor, "is_instrumented_by_opentelemetry", False):
+    module = "openinference.instrumentation.langchain"
+    if not _instrumented(module, "LangChainInstrumentor"):
         return None  # (get_span would print a warning)
-    span = instrumentor.get_span(langchain_run_id)
+    span = sys.modules[module].LangChainInstrumentor().get_span(langchain_run_id)
     if span is None or not span.get_span_context().is_valid:
         return None
     return span  # type: ignore[no-any-return]
+
+
+def names_graph_runs() -> bool:
+    """Whether a peer instrumentation opens a GenAI-conventions span of each graph run itself
+    (`invoke_agent` / `invoke_workflow`) and records its duration: the official GenAI LangChain
+    instrumentation, or OpenLIT's LangGraph one, once instrumented. The library's run span then
+    leaves `gen_ai.operation.name` to it, and records no duration, so a run is counted once."""
+    return _instrumented(
+        "opentelemetry.instrumentation.genai.langchain", "LangChainInstrumentor"
+    ) or _instrumented("openlit.instrumentation.langgraph", "LangGraphInstrumentor")
+
+
+def _instrumented(module: str, instrumentor: str) -> bool:
+    """Whether the `BaseInstrumentor` singleton `instrumentor` of `module` is instrumented
+    (False when the module was never imported: nothing instrumented it)."""
+    make_instrumentor = getattr(sys.modules.get(module), instrumentor, None)
+    if make_instrumentor is None:
+        return False
+    try:
+        return bool(getattr(make_instrumentor(), "is_instrumented_by_opentelemetry", False))
+    except Exception:
+        return False

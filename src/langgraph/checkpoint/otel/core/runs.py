@@ -47,6 +47,22 @@ from langgraph.checkpoint.otel.core.structures import structure_of
 from langgraph.checkpoint.otel.core.telemetry import RunTrace, Telemetry
 
 
+def run_attributes(config: RunnableConfig | None, graph_name: str | None) -> dict[str, Any]:
+    """The run span's attributes known when a graph is called: its thread (also as the
+    session and the conversation, which backends group a thread's runs by) and its name."""
+    attributes: dict[str, Any] = {
+        k: v
+        for k, v in config_attributes(config).items()
+        if k in (names.THREAD_ID, names.CONVERSATION_ID)
+    }
+    if names.THREAD_ID in attributes:
+        attributes[names.SESSION_ID] = attributes[names.THREAD_ID]
+    if graph_name is not None:
+        attributes[names.GRAPH_NAME] = attributes[names.AGENT_NAME] = graph_name
+        attributes[names.GEN_AI_WORKFLOW_NAME] = graph_name
+    return attributes
+
+
 @dataclass(slots=True)
 class Run:
     """A graph run in progress on one (thread, namespace): its trace and its loop."""
@@ -92,15 +108,7 @@ class Runs:
     def begin(self, config: RunnableConfig, loop: LoopRun) -> RunTrace:
         """Open the run's trace and keep it for the spans of its scope until the loop exits."""
         scope = scope_of(config)
-        attributes = {
-            k: v
-            for k, v in config_attributes(config).items()
-            if k in (names.THREAD_ID, names.CONVERSATION_ID)
-        }
-        if names.THREAD_ID in attributes:
-            attributes[names.SESSION_ID] = attributes[names.THREAD_ID]
-        if loop.graph_name is not None:
-            attributes[names.GRAPH_NAME] = attributes[names.GEN_AI_WORKFLOW_NAME] = loop.graph_name
+        attributes = run_attributes(config, loop.graph_name)
         graph = loop.graph()
         structure = (
             self._telemetry.guard("graph structure", structure_of, graph)
@@ -115,6 +123,7 @@ class Runs:
             parent=enclosing,
             peer=peer_span(loop.langchain_run_id) if enclosing is None else None,
             activate=not loop.is_async,
+            adopt=not scope[1],
         )
         run = Run(scope, run_trace, loop, structure=structure)
         loop.owner = run

@@ -41,6 +41,7 @@ from opentelemetry.util.types import AttributeValue
 from langgraph.checkpoint.otel import names
 from langgraph.checkpoint.otel.analysis.records import bounded_text, without_stored_telemetry
 from langgraph.checkpoint.otel.core.calls import config_attributes, latest_config
+from langgraph.checkpoint.otel.core.graph_runs import install_graph_call_hook
 from langgraph.checkpoint.otel.core.observer import PRUNE_COUNT_LIMIT, CheckpointObserver
 from langgraph.checkpoint.otel.core.peers import untraced
 from langgraph.checkpoint.otel.core.runs import install_loop_hooks
@@ -64,6 +65,7 @@ class InstrumentedSaver(BaseCheckpointSaver[Any]):
         self.inner = inner
         self.observer = observer
         install_loop_hooks()  # runs are told by LangGraph's loop, whoever calls the wrapper
+        install_graph_call_hook()  # a root run's span opens before LangChain's callbacks
 
     def __getattr__(self, name: str) -> Any:
         if name.startswith("__") or name in ("inner", "observer"):

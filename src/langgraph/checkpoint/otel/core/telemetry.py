@@ -36,6 +36,7 @@ from opentelemetry.util.types import AttributeValue
 from langgraph.checkpoint.otel import names
 from langgraph.checkpoint.otel.analysis.carrier import TraceContext
 from langgraph.checkpoint.otel.core.measurements import NO_EXEMPLAR, Measurements
+from langgraph.checkpoint.otel.core.peers import names_graph_runs
 
 logger = logging.getLogger("langgraph.checkpoint.otel")
 
@@ -53,6 +54,11 @@ DURATION_BUCKETS: tuple[float, ...] = (
     2.5, 5.0, 10.0,
 )  # fmt: skip
 """Seconds: checkpointer calls take from tens of microseconds (in memory) to seconds."""
+RUN_DURATION_BUCKETS: tuple[float, ...] = (
+    0.01, 0.02, 0.04, 0.08, 0.16, 0.32, 0.64, 1.28, 2.56, 5.12, 10.24, 20.48, 40.96, 81.92,
+    163.84, 327.68, 655.36,
+)  # fmt: skip
+"""Seconds: a graph run takes from milliseconds (no model) to minutes (many model calls)."""
 SIZE_BUCKETS: tuple[float, ...] = tuple(float(4**k) for k in range(4, 16))
 """Bytes: 256 B to 1 GiB in powers of 4."""
 CHECKPOINT_COUNT_BUCKETS: tuple[float, ...] = (
@@ -308,24 +314,38 @@ class Operation:
 
 
 class RunTrace:
-    """The trace of one graph run: the span current when it started, or an `invoke_workflow`
-    span the library opened because none was.
+    """The trace of one graph run: the span current when it started, or the library's run span
+    (`invoke_workflow {graph name}`), opened when the graph was called (`OpenedRun`) or when
+    its loop entered because no span was current.
 
     Spans of the run started where no span is current (the pending writes of tasks that
     LangGraph saves from worker threads, every span of an async run the library opened) get
     the run's context as parent.
     """
 
-    __slots__ = ("context", "restore", "span")
+    __slots__ = ("context", "opened", "own", "restore")
 
     def __init__(
-        self, context: Context, span: Span | None = None, restore: Context | None = None
+        self,
+        context: Context,
+        own: RunSpan | None = None,
+        restore: Context | None = None,
+        opened: OpenedRun | None = None,
     ) -> None:
         self.context = context
-        self.span = span
+        self.own = own
+        """The library's run span, when the run's span is the library's."""
         self.restore = restore
         """The context to make current again when the run ends (where the run span was made
         current: sync runs)."""
+        self.opened = opened
+        """The span opened when the graph was called, which the run adopted (it ends when both
+        the call and the run are done)."""
+
+    @property
+    def span(self) -> Span | None:
+        """The library's run span (None when the run's span is the app's or a peer's)."""
+        return self.own.span if self.own is not None else None
 
     def parent(self) -> Context | None:
         """The run's context where no span is current, else None (the current span is)."""
@@ -337,6 +357,79 @@ class RunTrace:
         """Set attributes on the library's run span (no-op when the app's span is the run's)."""
         if self.span is not None and self.span.is_recording():
             self.span.set_attributes(attributes)
+
+
+class RunSpan:
+    """A run span the library opened, with what its duration is recorded with (None where a
+    peer instrumentation counts the run)."""
+
+    __slots__ = ("measured", "span", "started")
+
+    def __init__(self, span: Span, measured: Mapping[str, AttributeValue] | None) -> None:
+        self.span = span
+        self.measured = measured
+        self.started = time.perf_counter()
+
+
+_OPENED_RUN = otel_context.create_key("langgraph-checkpoint-otel.opened-run")
+
+
+class OpenedRun:
+    """The library's run span, opened when a graph was called (before LangChain's callbacks,
+    see `_langgraph.graph_calls`) and current around the graph's steps; the run whose loop
+    enters under it adopts it (`claim`). It ends when the call and the adopting run have both
+    released it, so the run's outcome is on it whichever ends last."""
+
+    __slots__ = ("_holders", "_lock", "_telemetry", "base", "claimed", "run_span")
+
+    def __init__(self, telemetry: Telemetry, run_span: RunSpan, base: Context) -> None:
+        self._telemetry = telemetry
+        self.run_span = run_span
+        self.base = base
+        """The context the graph was called in (without the run span)."""
+        self.claimed = False
+        self._holders = 1
+        self._lock = threading.Lock()
+
+    def context(self, base: Context) -> Context:
+        """`base` with the run span current, and this record (made current around the graph's
+        steps)."""
+        return otel_context.set_value(
+            _OPENED_RUN, self, trace.set_span_in_context(self.run_span.span, base)
+        )
+
+    @property
+    def ended(self) -> bool:
+        """Whether the span has ended (its call and its run are done)."""
+        return self._holders == 0
+
+    def claim(self) -> bool:
+        """Adopt the span for the run whose loop is entering (once)."""
+        with self._lock:
+            if self.claimed or self._holders == 0:
+                return False
+            self.claimed = True
+            self._holders += 1
+            return True
+
+    def release(self, error: BaseException | None = None) -> None:
+        """The call or the run is done with the span; the last one ends it."""
+        with self._lock:
+            self._holders -= 1
+            last = self._holders == 0
+        if last:
+            self._telemetry.end_run_span(self.run_span, error)
+
+
+def opened_run() -> OpenedRun | None:
+    """The run span a graph call opened, in the current context (None outside one)."""
+    value = otel_context.get_value(_OPENED_RUN)
+    return value if isinstance(value, OpenedRun) else None
+
+
+def remote_parent(context: TraceContext) -> Context:
+    """A context whose (remote) parent span is the one `context` names."""
+    return trace.set_span_in_context(trace.NonRecordingSpan(_span_context(context)))
 
 
 def _span_context(context: TraceContext) -> trace.SpanContext:
@@ -377,6 +470,12 @@ class Telemetry:
             unit="s",
             description="Duration of checkpointer operations.",
             explicit_bucket_boundaries_advisory=DURATION_BUCKETS,
+        )
+        self.run_duration = meter.create_histogram(
+            names.METRIC_RUN_DURATION,
+            unit="s",
+            description="Duration of graph runs (GenAI conventions: agent invocations).",
+            explicit_bucket_boundaries_advisory=RUN_DURATION_BUCKETS,
         )
         self.checkpoint_size = meter.create_histogram(
             names.METRIC_CHECKPOINT_SIZE,
@@ -488,54 +587,82 @@ class Telemetry:
         parent: RunTrace | None = None,
         peer: Span | None = None,
         activate: bool = True,
+        adopt: bool = True,
     ) -> RunTrace:
-        """The trace of a run starting now: the current span's, else `parent`'s (the run of an
-        enclosing graph), else `peer`'s (a peer instrumentation's span of the graph, never
-        current: see `peers`), else a new `invoke_workflow {graph name}` span with `attributes`
-        (`gen_ai.workflow.name` the graph name).
+        """The trace of a run starting now: the run span its graph call opened (see
+        `OpenedRun`), else the current span's, else `parent`'s (the run of an enclosing graph),
+        else `peer`'s (a peer instrumentation's span of the graph, never current: see `peers`),
+        else a new run span with `attributes` (`start_run_span`).
 
-        The peer's or new span is made current when `activate` (a sync run, whose loop exits
+        Only a root graph's run (`adopt`) adopts an opened span. The peer's or new span is
+        made current when `activate` (a sync run, whose loop exits
         in the context it entered in, so `end_run` can restore it). An async run's loop exits
         in another task; its span is the explicit parent of the library's spans and is made
         current only in the run's node tasks (see `runs`).
         """
         current = otel_context.get_current()
+        opened = opened_run()
+        if adopt and opened is not None and opened.claim():
+            self.guard("set attributes", opened.run_span.span.set_attributes, attributes)
+            return RunTrace(current, opened.run_span, opened=opened)
         if trace.get_current_span(current).get_span_context().is_valid:
             return RunTrace(current)
         if parent is not None:
             return RunTrace(parent.context)
         own = None
         if peer is None:
-            workflow = attributes.get(names.GEN_AI_WORKFLOW_NAME)
-            peer = own = self.tracer.start_span(
-                names.run_span_name(workflow if isinstance(workflow, str) else None),
-                kind=SpanKind.INTERNAL,
-                attributes={
-                    names.GEN_AI_OPERATION_NAME: names.SPAN_RUN,
-                    names.OPENINFERENCE_SPAN_KIND: "CHAIN",
-                    **attributes,
-                    names.SAVER: self.saver_name,
-                },
-                record_exception=False,
-                set_status_on_exception=False,
-            )
+            own = self.start_run_span(attributes)
+            peer = own.span
         context = trace.set_span_in_context(peer)
         if not activate:
             return RunTrace(context, own)
         otel_context.attach(context)
         return RunTrace(context, own, restore=current)
 
+    def start_run_span(self, attributes: Attributes, parent: Context | None = None) -> RunSpan:
+        """A new run span, `invoke_workflow {graph name}`, with `attributes` (the graph's name
+        as `gen_ai.agent.name`, `gen_ai.workflow.name` and `langgraph.graph.name`), under
+        `parent` (default: the current context).
+
+        It carries `gen_ai.operation.name = invoke_workflow`, and its duration is recorded on
+        `gen_ai.invoke_agent.duration`, unless a peer instrumentation names the graph's runs
+        itself (`peers.names_graph_runs`): a run is counted once."""
+        graph = attributes.get(names.GRAPH_NAME)
+        own: dict[str, AttributeValue] = {names.OPENINFERENCE_SPAN_KIND: "CHAIN", **attributes}
+        measured: dict[str, AttributeValue] | None = None
+        if not names_graph_runs():
+            own[names.GEN_AI_OPERATION_NAME] = names.SPAN_RUN
+            measured = {names.GEN_AI_OPERATION_NAME: names.SPAN_RUN}
+            if isinstance(graph, str):
+                measured[names.AGENT_NAME] = graph
+        own[names.SAVER] = self.saver_name
+        span = self.tracer.start_span(
+            names.run_span_name(graph if isinstance(graph, str) else None),
+            context=parent,
+            kind=SpanKind.INTERNAL,
+            attributes=own,
+            record_exception=False,
+            set_status_on_exception=False,
+        )
+        return RunSpan(span, measured)
+
     def end_run(self, run: RunTrace, outcome: str, error: BaseException | None) -> None:
-        """End the library's run span with the run's outcome; restore the context before it."""
-        span = run.span
-        if span is not None:
+        """Set the run's outcome on the library's run span and end it (an opened one, once its
+        call is done too); restore the context before it."""
+        own = run.own
+        if own is not None:
+            span = own.span
+            failed = error if outcome == "error" else None
             if span.is_recording():
                 attributes: dict[str, AttributeValue] = {names.RUN_OUTCOME: outcome}
-                if outcome == "error" and error is not None:
-                    attributes[names.ERROR_TYPE] = _error_type(error)
+                if failed is not None:
+                    attributes[names.ERROR_TYPE] = _error_type(failed)
                     self.guard("set status", span.set_status, Status(StatusCode.ERROR))
                 self.guard("set attributes", span.set_attributes, attributes)
-            self.guard("end span", span.end)
+            if run.opened is not None:
+                run.opened.release(failed)
+            else:
+                self.end_run_span(own, failed)
         # where the run's span is still current, the context before the run is made current
         # again (attached, not detached by token: a stream consumed across contexts exits in
         # a copy)
@@ -543,6 +670,18 @@ class Telemetry:
             run.context
         ):
             self.guard("restore context", otel_context.attach, run.restore)
+
+    def end_run_span(self, run_span: RunSpan, error: BaseException | None) -> None:
+        """End a run span the library opened; record its duration where it counts the run
+        (`gen_ai.invoke_agent.duration`, equal to the span's duration)."""
+        seconds = time.perf_counter() - run_span.started
+        self.guard("end span", run_span.span.end)
+        if run_span.measured is None:
+            return  # a peer counts the run
+        measured = dict(run_span.measured)
+        if error is not None:
+            measured[names.ERROR_TYPE] = _error_type(error)
+        self.measurements.take(self.run_duration.record, seconds, measured)
 
     def finish(self, op: Operation, started: float, error: BaseException | None) -> None:
         """End an operation: status, span end, duration metric. Never raises."""
