@@ -15,8 +15,9 @@ docs/peers.md shows (its LangGraph and LangChain instrumentors only, no metrics,
 Telemetry goes wherever the standard ``OTEL_*`` variables say (the tests: OTLP/HTTP to
 tests/otlp_receiver.py). The app writes a JSON report to ``--out``: the interpreter, the
 ``opentelemetry_instrumentor`` entry points it sees, the instrumentors
-``opentelemetry-instrument`` loaded, and each run's and read's wall-clock window
-(``time.time_ns()``), thread and outcome.
+``opentelemetry-instrument`` loaded, and the wall-clock window (``time.time_ns()``) of each
+graph build (Traceloop and OpenLIT trace ``create_agent``), run and read, with its thread and
+a run's outcome.
 """
 
 from __future__ import annotations
@@ -197,8 +198,8 @@ def main() -> None:
         start_openlit()
     rec = Recorder()
     for mode in args.modes.split(","):
-        graph = build(args.route)
         rec.mode = mode
+        graph = rec.timed("build", "build", "", "compile", lambda: build(args.route))
         if mode == "sync":
             run_sync(graph, rec)
         else:
