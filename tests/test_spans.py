@@ -359,6 +359,8 @@ def test_metrics_never_carry_unbounded_ids(otel: OTel) -> None:
         names.TASK_OUTCOME,
         names.RESUME_KIND,
         names.DIVERGENCE_KIND,
+        names.GEN_AI_OPERATION_NAME,  # invoke_workflow, on the run duration
+        names.AGENT_NAME,  # the graph's name (bounded: graphs are code)
     }
     for metric, points in data.items():
         for point in points:
@@ -367,6 +369,12 @@ def test_metrics_never_carry_unbounded_ids(otel: OTel) -> None:
         p.attributes[names.OPERATION]: p.count for p in data[names.METRIC_OPERATION_DURATION]
     }
     assert durations["put"] == 15  # 5 checkpoints x 3 threads
+    (runs,) = data[names.METRIC_RUN_DURATION]  # one point: invoke_workflow of the one graph
+    assert runs.count == 3
+    assert runs.attributes == {
+        names.GEN_AI_OPERATION_NAME: "invoke_workflow",
+        names.AGENT_NAME: "LangGraph",
+    }
     assert durations["put_writes"] == 12
     sizes = {p.attributes[names.CHANNEL_NAME] for p in data[names.METRIC_CHANNEL_SIZE]}
     assert {"messages", "count"} <= sizes

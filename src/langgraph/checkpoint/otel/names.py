@@ -332,6 +332,9 @@ what a resumed run of the subgraph continues from."""
 META_POLICY: Final = "policy"
 """The divergence policy the writer ran with, where it differs from the default
 (`DivergencePolicy.stored`: e.g. {"repeatable_tools": [...]}); offline commands apply it."""
+META_EXECUTION: Final = "execution"
+"""The execution (`EXECUTION_ID`) of the run that wrote the checkpoint: a run resuming it
+continues that execution."""
 META_CARRIER_KEYS: Final = ("traceparent", "tracestate")
 """W3C trace context of the put span that wrote the checkpoint (never baggage)."""
 META_FORMAT_VERSION: Final = 2

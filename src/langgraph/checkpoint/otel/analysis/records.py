@@ -118,6 +118,8 @@ class StoredTelemetry:
     policy: Mapping[str, Any] = field(default_factory=dict)
     """The divergence policy the writer ran with, where it differs from the default
     (`options.DivergencePolicy.stored`); {}: the default, or unknown."""
+    execution: str | None = None
+    """The execution the writing run belonged to (`names.EXECUTION_ID`)."""
 
     def to_metadata(self) -> dict[str, Any]:
         """The JSON-compatible value stored under `names.METADATA_KEY`."""
@@ -151,6 +153,8 @@ class StoredTelemetry:
             value[names.META_POLICY] = dict(self.policy)
         if self.graph is not None:
             value[names.META_GRAPH] = self.graph.stored
+        if self.execution is not None:
+            value[names.META_EXECUTION] = self.execution
         value.update(self.carrier)
         return value
 
@@ -204,7 +208,12 @@ def read_stored_telemetry(metadata: Mapping[str, Any] | None) -> StoredTelemetry
         _tools_entry(value.get(names.META_RUN_TOOLS)),
         StructureSummary.of_stored(value.get(names.META_GRAPH)),
         _policy_entry(value.get(names.META_POLICY)),
+        _execution_entry(value.get(names.META_EXECUTION)),
     )
+
+
+def _execution_entry(value: Any) -> str | None:
+    return bounded_text(value) if isinstance(value, str) and value else None
 
 
 def _tools_entry(value: Any) -> ToolActivity | None:
@@ -285,6 +294,7 @@ _STORED_KEYS = frozenset(
         names.META_RUN_TOOLS,
         names.META_GRAPH,
         names.META_POLICY,
+        names.META_EXECUTION,
         *names.META_CARRIER_KEYS,
     }
 )

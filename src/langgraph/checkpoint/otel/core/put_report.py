@@ -200,6 +200,11 @@ class PutReporter:
             kinds.append(names.FindingKinds.CONCURRENT_WRITE)
         attributes.update(names.finding_attributes(kinds))
         op.set(attributes)
+        execution = (
+            self._runs.execution_of(writer, bounded_text(checkpoint.get("id", "")))
+            if writer is not None and not scope[1]
+            else None
+        )
         if (
             state_hash or context or lineage or schema_version or structure
         ) and not _user_claims_metadata_key(config, metadata):
@@ -215,6 +220,7 @@ class PutReporter:
                 run_tools if self._options.store_hashes else None,
                 structure,
                 self._policy,
+                execution,
             )
             call.metadata = {**metadata, names.METADATA_KEY: stored.to_metadata()}  # type: ignore[typeddict-unknown-key]
 

@@ -43,6 +43,8 @@ from langgraph.checkpoint.otel.core.watch import DivergenceWatch
 from langgraph.checkpoint.otel.options import InstrumentOptions
 
 LINK_CHECKPOINT_WRITER = "checkpoint_writer"
+_CONTINUING_KINDS = frozenset({"crash", "error", "interrupt"})
+"""Resumes that continue the execution of the checkpoint they load (a fork starts another)."""
 _IN_FLIGHT_KINDS = frozenset({"crash", "error", "interrupt"})
 """Resumes after which a tool call requested but not answered may already have run."""
 
@@ -97,6 +99,9 @@ class ResumeReporter:
                 attributes[names.RESUME_WRITER_SPAN_ID] = f"{writer.span_id:016x}"
             if call.run_trace is not None:
                 call.run_trace.set({names.RESUME_KIND: resume.kind})
+            if resume.kind in _CONTINUING_KINDS and not scope[1]:
+                execution = (stored.execution if stored is not None else None) or checkpoint_id
+                self._runs.continue_execution(scope, bounded_text(execution))
             if self._events is not None and not scope[1]:
                 self._telemetry.guard(
                     "agent event", self._report_resume, op, scope, resume, result, writer

@@ -79,6 +79,9 @@ class Run:
     """The interrupts the run (its subgraphs' included) stopped at, by id (agent events)."""
     structure: StructureSummary | None = None
     """The structure of the graph running (None: it could not be read)."""
+    execution_id: str | None = None
+    """The execution the run belongs to (`names.EXECUTION_ID`): the one of the checkpoint it
+    continues, else its own first checkpoint's id."""
     ended: bool = False
     cancelled: bool = False
     """The run was cancelled: saves its loop had submitted may still finish after its end."""
@@ -235,6 +238,27 @@ class Runs:
         with self._lock:
             run = self._runs.get(scope)
         return run.structure if run is not None else None
+
+    def continue_execution(self, scope: Scope, execution_id: str) -> None:
+        """The run in `scope` continues the execution `execution_id` (its load resumed it)."""
+        with self._lock:
+            run = self._runs.get(scope)
+            if run is None or run.execution_id is not None:
+                return
+            run.execution_id = execution_id
+        run.trace.set({names.EXECUTION_ID: execution_id})
+
+    def execution_of(self, run: Run, checkpoint_id: str) -> str:
+        """The execution of the run writing `checkpoint_id`: its own, or one it starts now."""
+        with self._lock:
+            if run.execution_id is None:
+                run.execution_id = checkpoint_id
+                started = True
+            else:
+                started = False
+        if started:
+            run.trace.set({names.EXECUTION_ID: checkpoint_id})
+        return run.execution_id
 
     def trace_of(self, scope: Scope) -> RunTrace | None:
         """The trace of the run in `scope`, or else of the nearest enclosing graph's run."""

@@ -577,7 +577,13 @@ class Telemetry:
         run: RunTrace | None = None,
     ) -> Operation:
         """Trace a `with` block as one checkpointer operation (see `Operation`); with no
-        `span_name`, only time it (the duration metric)."""
+        `span_name`, only time it (the duration metric).
+
+        A span outside any run (a state or history read, an update, a thread copy) does not
+        carry `gen_ai.conversation.id`: backends count the traces that carry it as a
+        conversation's turns."""
+        if run is None and names.CONVERSATION_ID in attributes:
+            attributes = {k: v for k, v in attributes.items() if k != names.CONVERSATION_ID}
         return Operation(self, operation, span_name, attributes, activate, run)
 
     def begin_run(
