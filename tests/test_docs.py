@@ -23,6 +23,7 @@ NOT_TELEMETRY = {
     "META_RUN_TOOLS",
     "META_GRAPH",
     "META_POLICY",
+    "META_EXECUTION",
     "UNVERSIONED",
     "SCOPE",
 }
