@@ -3,9 +3,11 @@ clone; `make wheel`, then pip from the wheel) into a fresh venv (`python -m venv
 comes with, the dependencies from the package index), then the README's own snippets run there:
 the five lines of "Five lines in your app" on a real SQLite file with the SDK's in-memory
 exporter, and its zero-code command (`opentelemetry-instrument`, the Instrumentor found by its
-entry point) exporting OTLP to a real receiver. Commands and code are read from README.md, so the
-README and this test cannot drift. About 20 s per route (the venv and pip's install of ~60
-packages); one run of `make test` runs it once.
+entry point) exporting OTLP to a real receiver; and `langgraph-otel` from the wheel installed with
+`[sqlite,inspector]` alone reads the thread. Commands and code are read from README.md, so the
+README and this test cannot drift. Each venv costs about 15 s of CPU (pip resolving and
+installing ~60 packages); the three are made at once. `make test` runs this module once (the
+LangGraph versions matrix does not select it).
 """
 
 from __future__ import annotations
@@ -124,9 +126,9 @@ def install_from_clone(tmp: Path) -> Path:
     return fresh_venv_with(tmp, [*install[:2], install[2].replace(CLONE, str(ROOT), 1)])
 
 
-def install_from_wheel(tmp: Path) -> Path:
-    """README's `make wheel` (into a temporary WHEEL_DIR instead of the checkout's dist/), then
-    its install of the wheel it names."""
+def make_wheel(tmp: Path) -> tuple[Path, list[str]]:
+    """README's `make wheel` (into a temporary WHEEL_DIR instead of the checkout's dist/): the
+    wheel, and README's `pip install` of the wheel it names, naming the one built."""
     assert ["make", "wheel"] in INSTALL
     [install] = [c for c in PIP_INSTALLS if ".whl[" in c[2]]
     named = install[2].split("[", 1)[0]
@@ -134,24 +136,34 @@ def install_from_wheel(tmp: Path) -> Path:
     # `-o venv`: the test runs inside .venv, which `make test` has just set up; a stamp made stale
     # by an edit in a shared checkout must not reinstall it from inside a test
     out = run(
-        ["make", "--no-print-directory", "-o", "venv", "wheel", f"WHEEL_DIR={tmp / 'dist'}"],
+        ["make", "--no-print-directory", "-o", "venv", "wheel", f"WHEEL_DIR={tmp}"],
         ROOT,
         dict(os.environ),
     )
-    [wheel] = (tmp / "dist").glob("*.whl")
+    [wheel] = tmp.glob("*.whl")
     assert wheel.name == Path(named).name, "README names another wheel than `make wheel` builds"
     assert str(wheel) in out
-    return fresh_venv_with(tmp, [*install[:2], install[2].replace(named, str(wheel), 1)])
+    return wheel, [*install[:2], install[2].replace(named, str(wheel), 1)]
 
 
 @pytest.fixture(scope="module")
 def installed(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    """Both routes at once, each in its own venv: two pip processes, each waiting on the index
-    for part of its time, halve the wall time on two cores."""
-    with ThreadPoolExecutor(2) as pool:
-        clone = pool.submit(install_from_clone, tmp_path_factory.mktemp("from-clone"))
-        wheel = pool.submit(install_from_wheel, tmp_path_factory.mktemp("from-wheel"))
-        return {"from_clone": clone.result(), "from_wheel": wheel.result()}
+    """Each route in its own venv, at once (pip processes wait on the index for part of their
+    time): README's clone and wheel routes, and the wheel with the inspector's extra instead of
+    `[otlp]` (the inspector must not need the app's SDK extra)."""
+    wheel, from_wheel = make_wheel(tmp_path_factory.mktemp("dist"))
+    inspector = [*from_wheel[:2], f"{wheel}[sqlite,inspector]"]
+    with ThreadPoolExecutor(3) as pool:
+        routes = {
+            "from_clone": pool.submit(install_from_clone, tmp_path_factory.mktemp("from-clone")),
+            "from_wheel": pool.submit(
+                fresh_venv_with, tmp_path_factory.mktemp("from-wheel"), from_wheel
+            ),
+            "inspector": pool.submit(
+                fresh_venv_with, tmp_path_factory.mktemp("inspector"), inspector
+            ),
+        }
+        return {route: future.result() for route, future in routes.items()}
 
 
 def test_the_readme_gives_both_routes_and_the_extras_pyproject_defines() -> None:
@@ -231,3 +243,19 @@ def test_the_zero_code_route_exports_from_the_installed_wheel(
     assert attrs(run_span.attributes)[names.CONVERSATION_ID] == THREAD
     assert {span.trace_id for _, _, span in spans} == {run_span.trace_id}
     assert names.METRIC_OPERATION_DURATION in metrics and names.METRIC_CHECKPOINT_SIZE in metrics
+
+
+def test_the_inspector_extra_reads_what_the_five_lines_stored(
+    installed: dict[str, Path], tmp_path: Path
+) -> None:
+    """`langgraph-otel` installed with `[sqlite,inspector]` only (no `[otlp]`) reads the thread
+    the five lines stored."""
+    five_lines_in(installed["from_wheel"], tmp_path / "app")
+    [db] = re.findall(r'from_conn_string\("([^"]+)"\)', FIVE_LINES[0])
+    venv = installed["inspector"]
+    assert not list(venv.glob("lib/*/site-packages/opentelemetry_distro-*"))  # no [otlp] here
+    source = f"sqlite:///{tmp_path / 'app' / db}"
+    command = [str(venv / "bin" / "langgraph-otel"), "timeline", THREAD, "-s", source, "--json"]
+    out = run(command, tmp_path, user_env(venv))
+    checkpoints = json.loads(out)["checkpoints"]
+    assert [c["nodes"] for c in checkpoints] == [[], ["__start__"], ["plan"], ["act"]]
