@@ -736,7 +736,7 @@ def show_inspector(
     `report_thread` (default: the last thread). Returns the report's path, or None when the
     inspector is not installed."""
     if importlib.util.find_spec("typer") is None or importlib.util.find_spec("jinja2") is None:
-        say("inspector not available: pip install 'langgraph-checkpoint-otel[inspector]'", 2)
+        say("inspector not available: install the [inspector] extra (README, Install)", 2)
         return None
     dim = (style or Style(False)).dim
     sources = ["-s", f"sqlite:///{db}"]
