@@ -132,7 +132,7 @@ $(BENCH_STAMP): $(STAMP)
 
 ## clean: remove the venv and all caches/build output
 clean:
-	rm -rf "$(VENV)" .venv-phoenix .venv-traceloop .venv-lg-oldest .venv-lg-newest .pytest_cache .mypy_cache \
-	  .ruff_cache build dist .demo .bench .langgraph-suite .ground-truth
+	rm -rf "$(VENV)" .venv-phoenix .venv-mlflow .venv-traceloop .venv-lg-oldest .venv-lg-newest \
+	  .pytest_cache .mypy_cache .ruff_cache build dist .demo .bench .langgraph-suite .ground-truth
 	find . -name '*.egg-info' -prune -exec rm -rf {} +
 	find . -name __pycache__ -type d -prune -exec rm -rf {} +
