@@ -19,6 +19,7 @@ from __future__ import annotations
 import functools
 import threading
 from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import contextmanager
 from typing import Any, Protocol
 
 from langgraph.checkpoint.otel._langgraph.loop import _missing, _patch
@@ -118,16 +119,8 @@ def _wrap_invoke(original: Callable[..., Any]) -> Callable[..., Any]:
         call = pending.start() if pending is not None else None
         if call is None:
             return original(self, *args, **kwargs)
-        token = call.attach()
-        try:
-            result = original(self, *args, **kwargs)
-        except BaseException as exc:
-            call.detach(token)
-            call.end(exc)
-            raise
-        call.detach(token)
-        call.end(None)
-        return result
+        with _current(call):
+            return original(self, *args, **kwargs)
 
     return invoke
 
@@ -139,18 +132,24 @@ def _wrap_ainvoke(original: Callable[..., Any]) -> Callable[..., Any]:
         call = await pending.astart() if pending is not None else None
         if call is None:
             return await original(self, *args, **kwargs)
-        token = call.attach()
-        try:
-            result = await original(self, *args, **kwargs)
-        except BaseException as exc:
-            call.detach(token)
-            call.end(exc)
-            raise
-        call.detach(token)
-        call.end(None)
-        return result
+        with _current(call):
+            return await original(self, *args, **kwargs)
 
     return ainvoke
+
+
+@contextmanager
+def _current(call: GraphCall) -> Iterator[None]:
+    """The call's context current meanwhile; the call ended after, with the error if any."""
+    token = call.attach()
+    try:
+        yield
+    except BaseException as exc:
+        call.detach(token)
+        call.end(exc)
+        raise
+    call.detach(token)
+    call.end(None)
 
 
 def _wrap_stream(original: Callable[..., Iterator[Any]]) -> Callable[..., Iterator[Any]]:
