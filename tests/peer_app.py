@@ -95,23 +95,18 @@ class Recorder:
     def timed(self, kind: str, label: str, thread: str, call: str, fn: Callable[[], Any]) -> Any:
         started = time.time_ns()
         result = fn()
-        self.events.append(
-            {
-                "mode": self.mode,
-                "kind": kind,
-                "label": label,
-                "thread": thread,
-                "call": call,
-                "started_ns": started,
-                "ended_ns": time.time_ns(),
-                "outcome": _outcome(result) if kind == "run" else None,
-            }
-        )
+        self._note(kind, label, thread, call, started, result)
         return result
 
     async def atimed(self, kind: str, label: str, thread: str, call: str, coro: Any) -> Any:
         started = time.time_ns()
         result = await coro
+        self._note(kind, label, thread, call, started, result)
+        return result
+
+    def _note(
+        self, kind: str, label: str, thread: str, call: str, started: int, result: Any
+    ) -> None:
         self.events.append(
             {
                 "mode": self.mode,
@@ -124,7 +119,6 @@ class Recorder:
                 "outcome": _outcome(result) if kind == "run" else None,
             }
         )
-        return result
 
 
 def run_sync(graph: Any, rec: Recorder) -> None:
