@@ -102,7 +102,7 @@ def test_every_stored_checkpoint_is_one_checkpointed_event_in_its_put_span(
     for event in events:
         put = puts[attrs(event)[names.AGENT_CHECKPOINT_ID]]
         assert (event.trace_id, event.span_id) == (put.context.trace_id, put.context.span_id)
-        assert attrs(event)[names.AGENT_EXECUTION_ID] == "t"
+        assert attrs(event)[names.AGENT_EXECUTION_ID] == stored[-1]  # the run's first
         assert attrs(event)[names.AGENT_NAME] == "LangGraph"
 
 
@@ -114,9 +114,12 @@ def test_an_interrupt_is_one_paused_event_with_its_id_at_its_checkpoint_in_the_r
     result = graph.invoke(agents.question(), config("t"))
     (interrupt,) = result["__interrupt__"]
     paused_at = graph.get_state(config("t")).config["configurable"]["checkpoint_id"]
+    first = [
+        t.config["configurable"]["checkpoint_id"] for t in graph.checkpointer.list(config("t"))
+    ][-1]
     (event,) = logs.events(names.EVENT_AGENT_PAUSED)
     assert attrs(event) == {
-        names.AGENT_EXECUTION_ID: "t",
+        names.AGENT_EXECUTION_ID: first,
         names.AGENT_NAME: "LangGraph",
         names.AGENT_PAUSE_ID: interrupt.id,
         names.AGENT_CHECKPOINT_ID: paused_at,
@@ -142,6 +145,8 @@ async def test_an_async_run_pauses_and_resumes_alike(tmp_path: Any, otel: OTel, 
     (resumed,) = logs.events(names.EVENT_AGENT_RESUMED)
     assert attrs(paused)[names.AGENT_PAUSE_ID] == interrupt.id
     assert attrs(resumed)[names.AGENT_RESUMED_FROM_ID] == interrupt.id
+    # one execution across the pause and its answer (the interrupted run's first checkpoint)
+    assert attrs(paused)[names.AGENT_EXECUTION_ID] == attrs(resumed)[names.AGENT_EXECUTION_ID]
     runs = sorted((s for s in otel.spans() if is_run_span(s)), key=lambda s: s.start_time or 0)
     assert [paused.trace_id, resumed.trace_id] == [r.context.trace_id for r in runs]
 
@@ -153,6 +158,9 @@ def test_a_resume_answering_an_interrupt_resumes_from_that_pause_naming_its_writ
     graph = agents.approval_agent(saver_of(tmp_path / "a.db", otel, logs))
     (interrupt,) = graph.invoke(agents.question(), config("t"))["__interrupt__"]
     paused_at = graph.get_state(config("t")).config["configurable"]["checkpoint_id"]
+    first = [
+        t.config["configurable"]["checkpoint_id"] for t in graph.checkpointer.list(config("t"))
+    ][-1]
     graph.invoke(Command(resume="yes"), config("t"))
     (event,) = logs.events(names.EVENT_AGENT_RESUMED)
     (resume,) = spans_named(otel, names.SPAN_RESUME)
@@ -162,7 +170,7 @@ def test_a_resume_answering_an_interrupt_resumes_from_that_pause_naming_its_writ
         if s.attributes[names.CHECKPOINT_ID] == paused_at
     ]
     assert attrs(event) == {
-        names.AGENT_EXECUTION_ID: "t",
+        names.AGENT_EXECUTION_ID: first,
         names.AGENT_NAME: "LangGraph",
         names.AGENT_RESUMED_FROM_TYPE: "pause",
         names.AGENT_RESUMED_FROM_ID: interrupt.id,

@@ -89,19 +89,19 @@ class AgentEvents:
         return records_somewhere(self._logger_provider or get_logger_provider())
 
     def checkpointed(
-        self, span: Span | None, thread_id: str, checkpoint_id: str, graph_name: str | None
+        self, span: Span | None, execution_id: str, checkpoint_id: str, graph_name: str | None
     ) -> None:
         """A checkpoint was stored (in the context of its put span)."""
         self._emit(
             names.EVENT_AGENT_CHECKPOINTED,
             span,
-            thread_id,
+            execution_id,
             graph_name,
             {names.AGENT_CHECKPOINT_ID: checkpoint_id},
         )
 
     def paused(
-        self, context: Context, thread_id: str, pause: Pause, graph_name: str | None
+        self, context: Context, execution_id: str, pause: Pause, graph_name: str | None
     ) -> None:
         """A run stopped at an interrupt (in the context of the run)."""
         attributes: dict[str, AttributeValue] = {
@@ -110,12 +110,12 @@ class AgentEvents:
         }
         if pause.human_input:
             attributes[names.AGENT_PAUSE_REASON] = "human_input"
-        self._emit(names.EVENT_AGENT_PAUSED, context, thread_id, graph_name, attributes)
+        self._emit(names.EVENT_AGENT_PAUSED, context, execution_id, graph_name, attributes)
 
     def resumed(
         self,
         span: Span | None,
-        thread_id: str,
+        execution_id: str,
         graph_name: str | None,
         *,
         kind: str,
@@ -134,20 +134,20 @@ class AgentEvents:
         if writer is not None:
             attributes[names.RESUME_WRITER_TRACE_ID] = f"{writer.trace_id:032x}"
             attributes[names.RESUME_WRITER_SPAN_ID] = f"{writer.span_id:016x}"
-        self._emit(names.EVENT_AGENT_RESUMED, span, thread_id, graph_name, attributes)
+        self._emit(names.EVENT_AGENT_RESUMED, span, execution_id, graph_name, attributes)
 
     def _emit(
         self,
         event_name: str,
         where: Span | Context | None,
-        thread_id: str,
+        execution_id: str,
         graph_name: str | None,
         attributes: Mapping[str, AttributeValue],
     ) -> None:
         if official_events_present():
             return
         context = trace.set_span_in_context(where) if isinstance(where, Span) else where
-        common: dict[str, AttributeValue] = {names.AGENT_EXECUTION_ID: thread_id}
+        common: dict[str, AttributeValue] = {names.AGENT_EXECUTION_ID: execution_id}
         if graph_name:
             common[names.AGENT_NAME] = graph_name
         self._logger.emit(

@@ -168,7 +168,7 @@ class CheckpointObserver:
                     "agent event",
                     self._events.checkpointed,
                     op.span,
-                    str(attributes.get(names.THREAD_ID, "")),
+                    self._runs.execution_in(scope) or str(attributes.get(names.THREAD_ID, "")),
                     str(attributes[names.CHECKPOINT_ID]),
                     self._runs.graph_name(scope),
                 )

@@ -159,7 +159,7 @@ class ResumeReporter:
         pause_id = pending[0][0] if resume.kind == "interrupt" and len(pending) == 1 else None
         self._events.resumed(
             op.span,
-            scope[0],
+            self._runs.execution_in(scope) or scope[0],
             self._runs.graph_name(scope),
             kind=resume.kind,
             checkpoint_id=str(loaded.checkpoint.get("id", "")),

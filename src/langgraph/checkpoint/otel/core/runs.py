@@ -192,7 +192,9 @@ class Runs:
                 return
             pauses = [Pause(seen.id, seen.id)]
         for pause in pauses:
-            self._events.paused(run.trace.context, scope[0], pause, run.loop.graph_name)
+            self._events.paused(
+                run.trace.context, run.execution_id or scope[0], pause, run.loop.graph_name
+            )
 
     def note_pauses(
         self, scope: Scope, config: RunnableConfig, writes: Sequence[tuple[str, Any]]
@@ -247,6 +249,12 @@ class Runs:
                 return
             run.execution_id = execution_id
         run.trace.set({names.EXECUTION_ID: execution_id})
+
+    def execution_in(self, scope: Scope) -> str | None:
+        """The execution of the run in progress on `scope`'s root graph, when known."""
+        with self._lock:
+            run = self._runs.get((scope[0], ""))
+            return run.execution_id if run is not None else None
 
     def execution_of(self, run: Run, checkpoint_id: str) -> str:
         """The execution of the run writing `checkpoint_id`: its own, or one it starts now."""
