@@ -26,7 +26,13 @@ What MLflow 3.17.2 does with them, found in its source (``mlflow/server/otel_api
 - a span attribute filter is ``span.attributes.`<key>` LIKE|ILIKE|RLIKE '<pattern>'`` matched
   against the stored span JSON; ``=`` compares the whole JSON and never matches.
 
-Runtime here: 25-45 s (MLflow starts in 5-18 s of it, by the load of the 2 cores).
+Also: the crash-resume-fork thread under ``resume_trace=continue`` (the killed run and its
+resume one trace, the fork its own), and `session_app`'s session of four runs with state and
+history reads and an update outside runs between them (the session, ``mlflow.trace.session``,
+holds exactly the runs' traces).
+
+Runtime here: 25-45 s (MLflow starts in 5-18 s of it, by the load of the 2 cores), plus
+about 10 s for the continue thread and the session (four processes of 1-3 s).
 """
 
 from __future__ import annotations
@@ -45,6 +51,7 @@ import pytest
 import agents
 import mlflow_app
 import phoenix_app
+import session_app
 from chromium_cdp import Browser, Shot
 from helpers import in_ci
 from langgraph.checkpoint.otel import names
@@ -530,3 +537,120 @@ def test_the_fork_s_diverged_puts_hold_the_findings_sent_the_changed_answer_amon
     assert {name for name, _ in held.values()} == {names.SPAN_PUT}
     assert names.FindingKinds.divergence("tool_arguments") in kinds
     assert all(s.attributes[names.FLAGGED] is True for s in changed_fork.spans if s.span_id in held)
+
+
+# --------------------------------------------------------------------------------------------
+# resume_trace: a run killed mid-run, resumed in a new process
+# --------------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def crash_continue(
+    mlflow_server: MlflowServer, tmp_path_factory: pytest.TempPathFactory
+) -> Experiment:
+    """`phoenix_app.crash_resume_fork` under ``resume_trace=continue``: a run SIGKILLed in
+    superstep 4, ``invoke(None)`` in a new process, a fork; an experiment of its own."""
+    files = tmp_path_factory.mktemp("mlflow-crash-continue")
+    experiment_id = mlflow_server.create_experiment()
+    processes = phoenix_app.crash_resume_fork(
+        mlflow_server.otlp_traces_endpoint,
+        files / "agent.sqlite",
+        "crash-continue",
+        files,
+        env=headers(experiment_id, LANGGRAPH_OTEL_RESUME_TRACE="continue"),
+    )
+    return held_experiment(mlflow_server, experiment_id, processes)
+
+
+def test_under_continue_a_killed_run_and_its_resume_are_one_trace_in_mlflow(
+    crash_continue: Experiment,
+) -> None:
+    held = crash_continue
+    sent = Counter(
+        (s.trace_id, s.span_id, s.name) for i in ("killed", "resume") for s in held.sent[i]
+    )
+    shown = Counter((s.trace_id, s.span_id, s.name) for s in held.in_trace(held.trace_of("killed")))
+    assert held.trace_of("resume") == held.trace_of("killed")
+    assert [t["trace_id"] for t in held.traces] == [
+        f"tr-{held.trace_of('killed')}",
+        f"tr-{held.trace_of('fork')}",
+    ]
+    assert shown == sent
+
+
+def test_under_continue_the_resume_s_run_span_in_mlflow_is_a_child_of_the_killed_run_s_put(
+    crash_continue: Experiment,
+) -> None:
+    held = crash_continue
+    (resume_sent,) = [s for s in held.sent["resume"] if s.name == names.SPAN_RESUME]
+    loaded = resume_sent.attributes[names.RESUME_FROM_CHECKPOINT_ID]
+    (writer,) = [
+        s
+        for s in held.sent["killed"]
+        if s.name == names.SPAN_PUT and s.attributes.get(names.CHECKPOINT_ID) == loaded
+    ]
+    (run_sent,) = session_app.run_spans(held.sent["resume"])
+    run = held.span(run_sent.span_id)
+    parent = held.span(writer.span_id)
+    assert resume_sent.attributes[names.RESUME_KIND] == "crash"
+    assert run is not None and run.parent_span_id == writer.span_id
+    assert parent is not None
+    assert (parent.trace_id, parent.name) == (writer.trace_id, names.SPAN_PUT)
+    assert run.attributes[names.RUN_RESUME_TRACE] == "continue"
+
+
+def test_under_continue_a_fork_is_still_a_trace_of_its_own_in_mlflow(
+    crash_continue: Experiment,
+) -> None:
+    held = crash_continue
+    (run_sent,) = session_app.run_spans(held.sent["fork"])
+    run = held.span(run_sent.span_id)
+    assert held.trace_of("fork") != held.trace_of("killed")
+    assert run is not None and run.parent_span_id is None
+    assert names.RUN_RESUME_TRACE not in run.attributes
+
+
+# --------------------------------------------------------------------------------------------
+# a session of N runs, with reads outside runs between them
+# --------------------------------------------------------------------------------------------
+
+SESSION_THREAD = "session-thread"
+
+
+@pytest.fixture(scope="module")
+def session(mlflow_server: MlflowServer, tmp_path_factory: pytest.TempPathFactory) -> Experiment:
+    """`session_app`: four runs on one thread (``link``), state and history reads and an
+    update outside runs between them; an experiment of its own."""
+    files = tmp_path_factory.mktemp("mlflow-session")
+    experiment_id = mlflow_server.create_experiment()
+    process = session_app.run_session(
+        mlflow_server.otlp_traces_endpoint,
+        files / "agent.sqlite",
+        SESSION_THREAD,
+        files / "session.jsonl",
+        env=headers(experiment_id, LANGGRAPH_OTEL_RESUME_TRACE="link"),
+    )
+    return held_experiment(mlflow_server, experiment_id, {"session": process})
+
+
+def test_mlflow_s_session_of_the_thread_has_exactly_one_trace_per_run(
+    mlflow_server: MlflowServer, session: Experiment
+) -> None:
+    runs, _ = session_app.traces_sent(session.sent["session"])
+    found = mlflow_server.search_traces(
+        session.experiment_id, f"metadata.`{SESSION_METADATA}` = '{SESSION_THREAD}'"
+    )
+    assert len(runs) == session_app.RUNS
+    assert [t["trace_id"] for t in found] == [f"tr-{t}" for t in runs]
+
+
+def test_mlflow_holds_the_reads_as_traces_outside_the_session(session: Experiment) -> None:
+    runs, reads = session_app.traces_sent(session.sent["session"])
+    shown = {
+        t["trace_id"]: t.get("trace_metadata", {}).get(SESSION_METADATA) for t in session.traces
+    }
+    assert reads, "the session sent no read outside a run"
+    assert shown == {
+        **{f"tr-{t}": SESSION_THREAD for t in runs},
+        **{f"tr-{t}": None for t in reads},
+    }

@@ -214,6 +214,18 @@ def test_the_killed_run_shows_in_phoenix_as_spans_whose_parent_it_never_received
     assert thread.span(str(next(iter(parents)))) is None
 
 
+def test_by_default_the_killed_run_and_its_resume_are_two_traces(
+    thread: Thread, by_instance: dict[str, str]
+) -> None:
+    """``resume_trace``'s default (``link``): the resume is a trace of its own, its run span a
+    root; only the span link (which Phoenix drops) and the writer ids join it to the killed
+    run (``test_phoenix_turns.py`` has the same thread under ``continue``: one trace)."""
+    (run,) = [s for s in thread.in_trace("resume") if s.get("parent_id") is None]
+    assert by_instance["resume"] != by_instance["killed"]
+    assert run["name"] == names.run_span_name(graph_name())
+    assert names.RUN_RESUME_TRACE not in run["attributes"]
+
+
 # --------------------------------------------------------------------------------------------
 # span kinds
 # --------------------------------------------------------------------------------------------
