@@ -109,9 +109,9 @@ def test_saver_calls_with_an_unprintable_thread_id_work_as_they_do_bare(otel: OT
     spans = otel.spans()
     assert len(spans) == 6
     assert names.SPAN_PUT_WRITES in {span.name for span in spans}
-    for span in spans:
-        for key in THREAD_ATTRIBUTES:
-            assert span.attributes[key] == UNPRINTABLE  # type: ignore[index]
+    for span in spans:  # direct calls, outside any run: the thread, no conversation
+        assert span.attributes[names.THREAD_ID] == UNPRINTABLE  # type: ignore[index]
+        assert names.CONVERSATION_ID not in (span.attributes or {})
 
 
 # --- huge thread ids ---------------------------------------------------------------------------

@@ -258,3 +258,19 @@ def test_a_resume_span_carries_the_writers_ids_beside_its_link(otel: OTel) -> No
     assert writer.name == names.SPAN_PUT
     # the resumed run is a trace of its own, linked to the one that wrote the checkpoint
     assert writer.context.trace_id != resume.context.trace_id
+
+
+def test_spans_of_a_run_carry_the_conversation_and_reads_outside_runs_do_not(otel: OTel) -> None:
+    """Backends (Phoenix, MLflow, Langfuse) count the traces carrying `gen_ai.conversation.id`
+    as a conversation's turns: a state or history read, or an update, between runs is no turn."""
+    graph = graphs.linear().compile(checkpointer=saver_for(otel))
+    graph.invoke(graphs.user_input(), config("t-reads"))
+    in_run = otel.spans()
+    otel.exporter.clear()
+    graph.get_state(config("t-reads"))
+    list(graph.get_state_history(config("t-reads")))
+    graph.update_state(config("t-reads"), graphs.user_input())
+    outside = otel.spans()
+    assert in_run and all(s.attributes[names.CONVERSATION_ID] == "t-reads" for s in in_run)
+    assert outside and all(names.CONVERSATION_ID not in s.attributes for s in outside)
+    assert all(s.attributes[names.THREAD_ID] == "t-reads" for s in outside)

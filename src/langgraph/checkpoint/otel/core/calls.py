@@ -124,7 +124,7 @@ def config_attributes(config: RunnableConfig | None) -> dict[str, AttributeValue
     attributes: dict[str, AttributeValue] = {}
     thread_id = configurable.get("thread_id")
     if thread_id is not None:
-        attributes[names.THREAD_ID] = attributes[names.CONVERSATION_ID] = bounded_text(thread_id)
+        attributes[names.THREAD_ID] = bounded_text(thread_id)
     ns = configurable.get("checkpoint_ns", "" if thread_id is not None else None)
     if ns is not None:
         attributes[names.CHECKPOINT_NS] = bounded_text(ns)

@@ -51,12 +51,12 @@ def run_attributes(config: RunnableConfig | None, graph_name: str | None) -> dic
     """The run span's attributes known when a graph is called: its thread (also as the
     session and the conversation, which backends group a thread's runs by) and its name."""
     attributes: dict[str, Any] = {
-        k: v
-        for k, v in config_attributes(config).items()
-        if k in (names.THREAD_ID, names.CONVERSATION_ID)
+        k: v for k, v in config_attributes(config).items() if k == names.THREAD_ID
     }
     if names.THREAD_ID in attributes:
-        attributes[names.SESSION_ID] = attributes[names.THREAD_ID]
+        attributes[names.SESSION_ID] = attributes[names.CONVERSATION_ID] = attributes[
+            names.THREAD_ID
+        ]
     if graph_name is not None:
         attributes[names.GRAPH_NAME] = attributes[names.AGENT_NAME] = graph_name
         attributes[names.GEN_AI_WORKFLOW_NAME] = graph_name

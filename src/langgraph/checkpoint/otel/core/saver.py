@@ -361,7 +361,7 @@ Maintenance = tuple[str, str, dict[str, Any]]
 
 def _delete_thread(thread_id: str) -> Maintenance:
     thread = bounded_text(thread_id)
-    attributes = {names.THREAD_ID: thread, names.CONVERSATION_ID: thread}
+    attributes = {names.THREAD_ID: thread}
     return names.SPAN_DELETE_THREAD, "delete_thread", attributes
 
 
@@ -373,7 +373,6 @@ def _copy_thread(source: str, target: str) -> Maintenance:
     source_id = bounded_text(source)
     attributes = {
         names.THREAD_ID: source_id,
-        names.CONVERSATION_ID: source_id,
         names.SOURCE_THREAD_ID: source_id,
         names.TARGET_THREAD_ID: bounded_text(target),
     }

@@ -579,11 +579,12 @@ class Telemetry:
         """Trace a `with` block as one checkpointer operation (see `Operation`); with no
         `span_name`, only time it (the duration metric).
 
-        A span outside any run (a state or history read, an update, a thread copy) does not
-        carry `gen_ai.conversation.id`: backends count the traces that carry it as a
-        conversation's turns."""
-        if run is None and names.CONVERSATION_ID in attributes:
-            attributes = {k: v for k, v in attributes.items() if k != names.CONVERSATION_ID}
+        A span of a run carries the thread as `gen_ai.conversation.id` too; one outside any
+        run (a state or history read, an update, a thread copy) does not: backends count the
+        traces that carry it as a conversation's turns."""
+        thread = attributes.get(names.THREAD_ID)
+        if run is not None and thread is not None:
+            attributes = {**attributes, names.CONVERSATION_ID: thread}
         return Operation(self, operation, span_name, attributes, activate, run)
 
     def begin_run(
