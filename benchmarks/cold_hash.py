@@ -24,7 +24,7 @@ import _harness as h
 import ormsgpack
 from langchain_core.messages import AIMessage
 
-from langgraph.checkpoint.otel.analysis import hashing
+from langgraph.checkpoint.otel.analysis import encoding
 
 _JUNK = [bytearray(64) for _ in range(200_000)]
 
@@ -48,15 +48,15 @@ def median_us(fn: Callable[[int], Any], calls: int, cold: bool) -> float:
 def main() -> int:
     calls = 1500
     messages = [AIMessage(h.TEXT, name="n0", id=str(uuid.uuid4())) for _ in range(2 * calls)]
-    ctx = hashing._Ctx(None)
+    ctx = encoding._Ctx(None)
     seed = b"\0" * 16
     fields = {"content": h.TEXT, "name": "n0", "type": "ai", "additional_kwargs": {}}
     blob = b"x" * 300
     # each timed call hashes a message not hashed before (the warm calls take the first half)
     cases: dict[str, Callable[[int], Any]] = {
-        "chain one new message": lambda i: hashing._chain_items(seed, (messages[i],), ctx),
+        "chain one new message": lambda i: encoding._chain_items(seed, (messages[i],), ctx),
         "ormsgpack.packb of its fields": lambda i: ormsgpack.packb(
-            fields, option=hashing._PACK_OPTIONS
+            fields, option=encoding._PACK_OPTIONS
         ),
         "blake2b of 300 bytes": lambda i: hashlib.blake2b(blob, digest_size=16).digest(),
         "an empty call (timer floor)": lambda i: None,

@@ -39,7 +39,7 @@ off every figure), so the added CPU splits into the SDK's part and the library's
 into what runs before and after the inner put.
 
 Diagnostics, to tell a re-hash from other costs: the list elements the library's hasher chained
-(`hashing._chain_items`, wrapped in the child only and counted per thread) during the measured
+(`encoding._chain_items`, wrapped in the child only and counted per thread) during the measured
 put and during the whole turn (the load included), and the CPU of `StateHasher.adopt` (the load
 taking the stored hashes over). A fresh process that re-hashed the 10 MB history would chain
 ~25 000 elements; continuing from the stored hash chains only the appended one.
@@ -144,7 +144,11 @@ class HashProbe:
             from langgraph.checkpoint.otel.analysis import hashing
         except ImportError:
             return
-        chain = getattr(hashing, "_chain_items", None)
+        try:  # the encoder and its list chain have their own module since issue 32
+            from langgraph.checkpoint.otel.analysis import encoding
+        except ImportError:
+            encoding = hashing
+        chain = getattr(encoding, "_chain_items", None)
         hasher: Any = getattr(hashing, "StateHasher", None)
         adopt = getattr(hasher, "adopt", None)
         if not callable(chain) or not callable(adopt):
@@ -167,7 +171,9 @@ class HashProbe:
                 probe.adopt_ns += time.thread_time_ns() - c0
                 probe.adopt_calls += 1
 
-        hashing._chain_items = counted  # type: ignore[assignment]
+        for module in (encoding, hashing):
+            if hasattr(module, "_chain_items"):
+                module._chain_items = counted  # type: ignore[attr-defined]
         hasher.adopt = timed
         self.available = True
 

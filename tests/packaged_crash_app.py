@@ -34,7 +34,7 @@ from opentelemetry.sdk.trace.export import BatchSpanProcessor
 import agents
 import packaged_agents as pa
 from langgraph.checkpoint.otel import instrument
-from langgraph.checkpoint.otel.analysis.divergence import DivergencePolicy
+from langgraph.checkpoint.otel.analysis.detectors import DivergencePolicy
 from langgraph.checkpoint.otel.core.tool_spans import record_tool_start
 from langgraph.checkpoint.otel.tools.otlp_json import OtlpJsonSpanExporter
 

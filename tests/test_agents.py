@@ -57,7 +57,7 @@ from langgraph.checkpoint.otel import (
     stored_history,
     uninstrument,
 )
-from langgraph.checkpoint.otel.analysis.divergence import DivergencePolicy, divergences
+from langgraph.checkpoint.otel.analysis.detectors import DivergencePolicy, divergences
 from langgraph.checkpoint.otel.analysis.records import history_records
 from langgraph.checkpoint.otel.tools.otlp_json import SpanRecord, read_spans
 from langgraph.checkpoint.otel.tools.testing import check_resume

@@ -82,13 +82,11 @@ import agents
 import packaged_agents as pa
 from helpers import OTel
 from langgraph.checkpoint.otel import names, uninstrument
-from langgraph.checkpoint.otel.analysis.divergence import DivergencePolicy, divergences
+from langgraph.checkpoint.otel.analysis.detectors import DivergencePolicy, divergences
 from langgraph.checkpoint.otel.analysis.hashing import combine_state_hash, digest_value, hash_value
-from langgraph.checkpoint.otel.analysis.records import (
-    history_records,
-    read_stored_telemetry,
-    repr_bytes,
-)
+from langgraph.checkpoint.otel.analysis.records import history_records
+from langgraph.checkpoint.otel.analysis.stored_metadata import read_stored_telemetry
+from langgraph.checkpoint.otel.analysis.text_bounds import repr_bytes
 from langgraph.checkpoint.otel.tools.inspector.cli import main as inspector
 from langgraph.checkpoint.otel.tools.otlp_json import read_spans
 from test_agents import (

@@ -45,11 +45,8 @@ from opentelemetry.sdk.trace import ReadableSpan
 import graphs
 from helpers import OTel, fresh_database, is_run_span
 from langgraph.checkpoint.otel import astored_history, instrument, names, stored_history
-from langgraph.checkpoint.otel.analysis.hashing import (
-    combine_state_hash,
-    hash_value,
-    serde_fallback,
-)
+from langgraph.checkpoint.otel.analysis.encoding import serde_fallback
+from langgraph.checkpoint.otel.analysis.hashing import combine_state_hash, hash_value
 
 Saver = BaseCheckpointSaver[Any]
 

@@ -36,7 +36,7 @@ from refund_demo import (
 )
 
 from langgraph.checkpoint.otel import names
-from langgraph.checkpoint.otel.analysis.divergence import divergences
+from langgraph.checkpoint.otel.analysis.detectors import divergences
 from langgraph.checkpoint.otel.analysis.records import history_records
 from langgraph.checkpoint.otel.tools.otlp_json import (
     HistogramPoint,

@@ -11,13 +11,7 @@ from types import SimpleNamespace
 from typing import Annotated, Any, TypedDict
 
 import pytest
-from langchain_core.messages import (
-    AIMessage,
-    AnyMessage,
-    HumanMessage,
-    RemoveMessage,
-    ToolMessage,
-)
+from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, RemoveMessage, ToolMessage
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import CheckpointTuple
 from langgraph.checkpoint.memory import InMemorySaver
@@ -27,7 +21,7 @@ from pydantic import BaseModel
 
 from helpers import OTel
 from langgraph.checkpoint.otel import InstrumentOptions, instrument, names, stored_history
-from langgraph.checkpoint.otel.analysis.diff import (
+from langgraph.checkpoint.otel.analysis.checkpoint_diff import (
     CheckpointDiff,
     ContentPolicy,
     PatchError,
@@ -38,8 +32,10 @@ from langgraph.checkpoint.otel.analysis.diff import (
     summarize_change,
     to_json,
 )
-from langgraph.checkpoint.otel.analysis.hashing import canonical_encode, hash_value
-from langgraph.checkpoint.otel.analysis.records import read_stored_telemetry, repr_bytes
+from langgraph.checkpoint.otel.analysis.encoding import canonical_encode
+from langgraph.checkpoint.otel.analysis.hashing import hash_value
+from langgraph.checkpoint.otel.analysis.stored_metadata import read_stored_telemetry
+from langgraph.checkpoint.otel.analysis.text_bounds import repr_bytes
 
 SECRET_TEXT = "SECRET-TEXT-91c2"
 """In message text, tool arguments and values: never in a diff without a content policy."""

@@ -14,19 +14,15 @@ from langgraph.graph.message import add_messages
 import graphs
 from helpers import OTel
 from langgraph.checkpoint.otel import instrument, names, stored_history
-from langgraph.checkpoint.otel.analysis.divergence import (
+from langgraph.checkpoint.otel.analysis.detectors import (
     DivergencePolicy,
     Finding,
     compare_branches,
     divergences,
 )
-from langgraph.checkpoint.otel.analysis.records import (
-    CheckpointRecord,
-    ToolCall,
-    history_records,
-    span_facts,
-    span_records,
-)
+from langgraph.checkpoint.otel.analysis.records import CheckpointRecord, history_records
+from langgraph.checkpoint.otel.analysis.span_records import span_facts, span_records
+from langgraph.checkpoint.otel.analysis.tool_calls import ToolCall
 
 # --- pure -------------------------------------------------------------------------------------
 

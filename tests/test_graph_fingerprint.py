@@ -15,7 +15,7 @@ from typing_extensions import TypedDict
 
 import agents
 from langgraph.checkpoint.otel._langgraph.graph import graph_description
-from langgraph.checkpoint.otel.analysis.fingerprint import GraphStructure, structure_changes
+from langgraph.checkpoint.otel.analysis.graph_structure import GraphStructure, structure_changes
 
 SECRET = "do-not-leak-4242"
 

@@ -26,7 +26,7 @@ from langgraph.graph import END, START, MessagesState, StateGraph
 from langgraph.prebuilt import ToolNode, tools_condition
 
 from langgraph.checkpoint.otel import instrument
-from langgraph.checkpoint.otel.analysis.divergence import DivergencePolicy
+from langgraph.checkpoint.otel.analysis.detectors import DivergencePolicy
 from langgraph.checkpoint.otel.tools.testing import (
     ReferenceRunFailed,
     ResumeChecker,

@@ -21,14 +21,16 @@ from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, Tool
 from langgraph.types import Send
 from pydantic import BaseModel, ConfigDict
 
-from langgraph.checkpoint.otel.analysis.hashing import (
+from langgraph.checkpoint.otel.analysis.encoding import (
     LIST_PERSON,
     NESTED_CHAIN_MIN,
     VOLATILE_MESSAGE_FIELDS,
-    ChannelDigest,
-    StateHasher,
     UnhashableValueError,
     canonical_encode,
+)
+from langgraph.checkpoint.otel.analysis.hashing import (
+    ChannelDigest,
+    StateHasher,
     combine_state_hash,
     digest_value,
     hash_value,
@@ -723,7 +725,7 @@ def test_send_packets_hash_by_node_and_argument_without_a_fallback() -> None:
 def test_identity_prefix_check_is_exact_with_and_without_pointer_reading(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from langgraph.checkpoint.otel.analysis import hashing
+    from langgraph.checkpoint.otel.analysis import encoding
 
     a, b, c = HumanMessage("a"), HumanMessage("b"), HumanMessage("b")
     cases = [
@@ -736,10 +738,10 @@ def test_identity_prefix_check_is_exact_with_and_without_pointer_reading(
         ([], [], True),
         ([b, a], [(a,)], False),
     ]
-    for check in (hashing._pointer_prefix, None):
-        monkeypatch.setattr(hashing, "_pointer_prefix", check)
+    for check in (encoding._pointer_prefix, None):
+        monkeypatch.setattr(encoding, "_pointer_prefix", check)
         for items, chunks, expected in cases:
-            assert hashing.starts_with_same_objects(items, chunks) is expected, (items, chunks)
+            assert encoding.starts_with_same_objects(items, chunks) is expected, (items, chunks)
 
 
 def test_many_appends_stay_equal_to_from_scratch_across_chunk_merges() -> None:

@@ -13,8 +13,9 @@ from langgraph.types import Command
 import graphs
 from helpers import OTel
 from langgraph.checkpoint.otel import instrument, names
-from langgraph.checkpoint.otel.analysis.lineage import resume_log
-from langgraph.checkpoint.otel.analysis.records import UNPRINTABLE, bounded_text, span_facts
+from langgraph.checkpoint.otel.analysis.resume_events import resume_log
+from langgraph.checkpoint.otel.analysis.span_records import span_facts
+from langgraph.checkpoint.otel.analysis.text_bounds import UNPRINTABLE, bounded_text
 
 BOUND = names.MAX_ID_LENGTH
 THREAD_ATTRIBUTES = (names.THREAD_ID, names.CONVERSATION_ID)

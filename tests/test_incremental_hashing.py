@@ -19,7 +19,7 @@ from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 import agents
 from helpers import OTel
 from langgraph.checkpoint.otel import instrument, names, stored_history
-from langgraph.checkpoint.otel.analysis import hashing
+from langgraph.checkpoint.otel.analysis import encoding, hashing
 
 TURNS = 6
 
@@ -29,14 +29,14 @@ class EncodedMessages:
 
     def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
         self.counts: list[int] = []
-        original = hashing._element_digest
+        original = encoding._element_digest
 
         def counting(x: Any, ctx: Any) -> Any:
             if isinstance(x, BaseMessage) and id(x) not in ctx.elements:
                 self.counts.append(1)
             return original(x, ctx)
 
-        monkeypatch.setattr(hashing, "_element_digest", counting)
+        monkeypatch.setattr(encoding, "_element_digest", counting)
 
 
 def wrapped(inner: Any, otel: OTel) -> Any:

@@ -10,13 +10,13 @@ from langgraph.types import Send
 from langgraph.checkpoint.otel import names
 from langgraph.checkpoint.otel._langgraph.formats import scheduled_nodes
 from langgraph.checkpoint.otel.analysis.carrier import TraceContext, parse_carrier
-from langgraph.checkpoint.otel.analysis.lineage import (
+from langgraph.checkpoint.otel.analysis.resume_events import resume_log
+from langgraph.checkpoint.otel.analysis.resume_kinds import (
     LoadedCheckpoint,
-    RunStart,
+    RunRequest,
     classify_resume,
-    resume_log,
 )
-from langgraph.checkpoint.otel.analysis.records import SpanFact
+from langgraph.checkpoint.otel.analysis.span_records import SpanFact
 
 TRACE = 0x0AF7651916CD43DD8448EB211C80319C
 SPAN = 0xB7AD6B7169203331
@@ -80,27 +80,31 @@ SCHEDULED = {"branch:to:tools": None, "messages": [1]}
 @pytest.mark.parametrize(
     ("checkpoint", "run", "kind"),
     [
-        (loaded(SCHEDULED), RunStart(explicit_checkpoint=True), "fork"),
-        (loaded(SCHEDULED, writes=("__error__",)), RunStart(), "error"),
-        (loaded(SCHEDULED, writes=("messages", "__error__")), RunStart(), "error"),
-        (loaded(SCHEDULED, writes=("__interrupt__",)), RunStart(), "interrupt"),
-        (loaded(SCHEDULED), RunStart(interrupt_before=("tools",)), "interrupt"),
-        (loaded(SCHEDULED), RunStart(interrupt_before="*"), "interrupt"),
-        (loaded(SCHEDULED, nodes=("agent",)), RunStart(interrupt_after=("agent",)), "interrupt"),
-        (loaded(SCHEDULED), RunStart(interrupt_before=("other",)), "crash"),
-        (loaded(SCHEDULED, writes=("messages",)), RunStart(), "crash"),  # a sibling finished
-        (loaded(SCHEDULED, source="update"), RunStart(), "update"),
-        (loaded(SCHEDULED, source="update"), RunStart(interrupt_before=("tools",)), "update"),
-        (loaded(SCHEDULED, ("__interrupt__",), "update"), RunStart(), "interrupt"),
-        (loaded({"messages": [1]}, source="update"), RunStart(), "update"),
-        (loaded({"messages": [1]}), RunStart(), "continue"),
-        (loaded({"messages": [1]}), RunStart(interrupt_before="*"), "continue"),
+        (loaded(SCHEDULED), RunRequest(explicit_checkpoint=True), "fork"),
+        (loaded(SCHEDULED, writes=("__error__",)), RunRequest(), "error"),
+        (loaded(SCHEDULED, writes=("messages", "__error__")), RunRequest(), "error"),
+        (loaded(SCHEDULED, writes=("__interrupt__",)), RunRequest(), "interrupt"),
+        (loaded(SCHEDULED), RunRequest(interrupt_before=("tools",)), "interrupt"),
+        (loaded(SCHEDULED), RunRequest(interrupt_before="*"), "interrupt"),
+        (loaded(SCHEDULED, nodes=("agent",)), RunRequest(interrupt_after=("agent",)), "interrupt"),
+        (loaded(SCHEDULED), RunRequest(interrupt_before=("other",)), "crash"),
+        (loaded(SCHEDULED, writes=("messages",)), RunRequest(), "crash"),  # a sibling finished
+        (loaded(SCHEDULED, source="update"), RunRequest(), "update"),
+        (loaded(SCHEDULED, source="update"), RunRequest(interrupt_before=("tools",)), "update"),
+        (loaded(SCHEDULED, ("__interrupt__",), "update"), RunRequest(), "interrupt"),
+        (loaded({"messages": [1]}, source="update"), RunRequest(), "update"),
+        (loaded({"messages": [1]}), RunRequest(), "continue"),
+        (loaded({"messages": [1]}), RunRequest(interrupt_before="*"), "continue"),
         # killed right after the input checkpoint: its __start__ task never ran
-        (loaded({"__start__": {"messages": [1]}}, source="input"), RunStart(), "crash"),
-        (loaded({"__start__": {"n": 1}}, source="input"), RunStart(interrupt_before="*"), "crash"),
+        (loaded({"__start__": {"messages": [1]}}, source="input"), RunRequest(), "crash"),
+        (
+            loaded({"__start__": {"n": 1}}, source="input"),
+            RunRequest(interrupt_before="*"),
+            "crash",
+        ),
     ],
 )
-def test_classification(checkpoint: LoadedCheckpoint, run: RunStart, kind: str) -> None:
+def test_classification(checkpoint: LoadedCheckpoint, run: RunRequest, kind: str) -> None:
     resume = classify_resume(checkpoint, run)
     assert resume.kind == kind
     assert resume.from_checkpoint_id == "cp-1"

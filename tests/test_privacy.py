@@ -27,7 +27,7 @@ from pydantic import BaseModel
 
 from helpers import OTel
 from langgraph.checkpoint.otel import instrument, names, stored_history
-from langgraph.checkpoint.otel.analysis.diff import ContentPolicy, diff
+from langgraph.checkpoint.otel.analysis.checkpoint_diff import ContentPolicy, diff
 from langgraph.checkpoint.otel.core import telemetry
 from langgraph.checkpoint.otel.options import InstrumentOptions
 

@@ -42,7 +42,7 @@ def test_send_targets_and_outcomes() -> None:
 def test_tool_activity_of_new_messages_matches_answers_to_their_requests() -> None:
     from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 
-    from langgraph.checkpoint.otel.analysis.records import message_tool_activity, tool_call_key
+    from langgraph.checkpoint.otel.analysis.tool_calls import message_tool_activity, tool_call_key
 
     history = [
         HumanMessage("hi"),
@@ -68,7 +68,7 @@ def test_tool_activity_of_new_messages_matches_answers_to_their_requests() -> No
 def test_last_tool_requests_reads_the_last_request_and_its_answers() -> None:
     from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 
-    from langgraph.checkpoint.otel.analysis.records import (
+    from langgraph.checkpoint.otel.analysis.tool_calls import (
         LAST_REQUEST_WINDOW,
         last_tool_requests,
         tool_call_key,

@@ -39,7 +39,7 @@ from langgraph.types import Command, interrupt
 import crash_app
 from helpers import OTel, in_ci
 from langgraph.checkpoint.otel import instrument
-from langgraph.checkpoint.otel.analysis.diff import ChannelChange, CheckpointDiff
+from langgraph.checkpoint.otel.analysis.checkpoint_diff import ChannelChange, CheckpointDiff
 from langgraph.checkpoint.otel.tools.inspector.model import (
     ChannelGrowth,
     CheckpointRow,

@@ -281,7 +281,7 @@ def _extreme_report(real: Report) -> Report:
     """`real` with every name, id and summary made as long as hostile input can make it: long
     unbroken node and channel names, a long namespace, a 3,000-character diff summary, side
     effects started in several traces, a resume in a subgraph."""
-    from langgraph.checkpoint.otel.analysis.divergence import Finding
+    from langgraph.checkpoint.otel.analysis.detectors import Finding
 
     rows = [
         r.model_copy(

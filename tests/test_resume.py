@@ -17,8 +17,8 @@ from opentelemetry.sdk.trace import ReadableSpan
 
 from helpers import OTel
 from langgraph.checkpoint.otel import instrument, names
-from langgraph.checkpoint.otel.analysis.lineage import resume_log
-from langgraph.checkpoint.otel.analysis.records import span_facts
+from langgraph.checkpoint.otel.analysis.resume_events import resume_log
+from langgraph.checkpoint.otel.analysis.span_records import span_facts
 
 
 class State(TypedDict):

@@ -156,8 +156,8 @@ def test_each_resume_row_links_the_put_span_that_wrote_its_from_checkpoint(
 
 def test_resume_log_names_the_first_put_of_each_run_resumed_from_one_checkpoint() -> None:
     from langgraph.checkpoint.otel import names
-    from langgraph.checkpoint.otel.analysis.lineage import resume_log
-    from langgraph.checkpoint.otel.analysis.records import SpanFact
+    from langgraph.checkpoint.otel.analysis.resume_events import resume_log
+    from langgraph.checkpoint.otel.analysis.span_records import SpanFact
 
     def span(name: str, t: int, **attributes: str) -> SpanFact:
         base = {names.THREAD_ID: "t", names.CHECKPOINT_NS: ""}

@@ -17,7 +17,8 @@ from langgraph.types import Command, Send, interrupt
 import graphs
 from helpers import OTel
 from langgraph.checkpoint.otel import instrument, names, stored_history
-from langgraph.checkpoint.otel.analysis.records import is_state_channel, tool_call_key
+from langgraph.checkpoint.otel.analysis.records import is_state_channel
+from langgraph.checkpoint.otel.analysis.tool_calls import tool_call_key
 from spantree import render
 
 

@@ -12,15 +12,14 @@ from langgraph.types import Command
 import graphs
 from helpers import OTel
 from langgraph.checkpoint.otel import instrument, names
-from langgraph.checkpoint.otel.analysis import diff
-from langgraph.checkpoint.otel.analysis.records import (
+from langgraph.checkpoint.otel.analysis import checkpoint_diff
+from langgraph.checkpoint.otel.analysis.records import history_records
+from langgraph.checkpoint.otel.analysis.stored_metadata import (
     StoredTelemetry,
-    ToolActivity,
-    ToolCall,
-    history_records,
     read_stored_telemetry,
     without_stored_telemetry,
 )
+from langgraph.checkpoint.otel.analysis.tool_calls import ToolActivity, ToolCall
 from langgraph.checkpoint.otel.core.saver import InstrumentedSaver, stored_history
 
 CONFIG: Any = {"configurable": {"thread_id": "t1"}}
@@ -107,7 +106,7 @@ def test_a_run_resuming_from_malformed_telemetry_is_classified_and_readers_do_no
     assert all(isinstance(r.state_hash, str) for r in records)
     ordered = sorted(tuples, key=lambda t: str(t.checkpoint["id"]))
     for older, newer in itertools.pairwise(ordered):
-        diff.diff(older, newer)
+        checkpoint_diff.diff(older, newer)
     # what the caller sees carries no stored telemetry, malformed or not
     assert all(names.METADATA_KEY not in t.metadata for t in saver.list(CONFIG))
 

@@ -24,9 +24,9 @@ from typer.testing import CliRunner
 import support_desk
 from langgraph.checkpoint.otel import DivergencePolicy, instrument, names, replay_thread
 from langgraph.checkpoint.otel._langgraph.graph import graph_description
-from langgraph.checkpoint.otel.analysis.divergence import Finding
-from langgraph.checkpoint.otel.analysis.fingerprint import GraphStructure
-from langgraph.checkpoint.otel.analysis.records import argument_label
+from langgraph.checkpoint.otel.analysis.detectors import Finding
+from langgraph.checkpoint.otel.analysis.graph_structure import GraphStructure
+from langgraph.checkpoint.otel.analysis.tool_calls import argument_label
 from langgraph.checkpoint.otel.tools.compat import CompatCheck, thread_verdict
 from langgraph.checkpoint.otel.tools.inspector.cli import app
 from langgraph.checkpoint.otel.tools.replay import describe

@@ -40,7 +40,11 @@ from pydantic import BaseModel
 import agents
 from helpers import OTel
 from langgraph.checkpoint.otel import instrument, names
-from langgraph.checkpoint.otel.analysis.records import ToolCall, requested_tool_calls, tool_call_key
+from langgraph.checkpoint.otel.analysis.tool_calls import (
+    ToolCall,
+    requested_tool_calls,
+    tool_call_key,
+)
 from langgraph.checkpoint.otel.core.instrumentor import LangGraphCheckpointInstrumentor
 from langgraph.checkpoint.otel.core.tool_registry import TOOL_CALLS
 from langgraph.checkpoint.otel.core.tool_spans import (

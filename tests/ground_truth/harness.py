@@ -36,7 +36,7 @@ from ground_truth.oracle import (
     repeated_effects,
 )
 from ground_truth.threads import Act, Outcome, Scenario, drive
-from langgraph.checkpoint.otel.analysis.divergence import Finding
+from langgraph.checkpoint.otel.analysis.detectors import Finding
 
 TESTS = Path(__file__).resolve().parent.parent
 

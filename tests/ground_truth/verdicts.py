@@ -11,7 +11,7 @@ from opentelemetry.sdk.trace import TracerProvider
 
 from ground_truth.apps import AppSpec
 from langgraph.checkpoint.otel import DivergencePolicy, instrument
-from langgraph.checkpoint.otel.analysis.divergence import Finding
+from langgraph.checkpoint.otel.analysis.detectors import Finding
 from langgraph.checkpoint.otel.tools.compat import CompatCheck, thread_verdict
 from langgraph.checkpoint.otel.tools.inspector.sources import Sources
 from langgraph.checkpoint.otel.tools.inspector.views import ThreadData

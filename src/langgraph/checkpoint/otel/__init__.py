@@ -20,50 +20,26 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from langgraph.checkpoint.otel.analysis.diff import (
-        diff,
-    )
-    from langgraph.checkpoint.otel.analysis.divergence import (
-        Finding,
-        divergences,
-    )
-    from langgraph.checkpoint.otel.analysis.lineage import (
-        resume_log,
-    )
-    from langgraph.checkpoint.otel.analysis.records import (
-        CheckpointRecord,
-        history_records,
-        span_facts,
-    )
-    from langgraph.checkpoint.otel.core.instrument import (
-        instrument,
-        is_instrumented,
-        uninstrument,
-    )
-    from langgraph.checkpoint.otel.core.instrumentor import (
-        LangGraphCheckpointInstrumentor,
-    )
+    from langgraph.checkpoint.otel.analysis.checkpoint_diff import diff
+    from langgraph.checkpoint.otel.analysis.detectors import Finding, divergences
+    from langgraph.checkpoint.otel.analysis.records import CheckpointRecord, history_records
+    from langgraph.checkpoint.otel.analysis.resume_events import resume_log
+    from langgraph.checkpoint.otel.analysis.span_records import span_facts
+    from langgraph.checkpoint.otel.core.instrument import instrument, is_instrumented, uninstrument
+    from langgraph.checkpoint.otel.core.instrumentor import LangGraphCheckpointInstrumentor
     from langgraph.checkpoint.otel.core.saver import (
         InstrumentedSaver,
         astored_history,
         stored_history,
     )
-    from langgraph.checkpoint.otel.core.telemetry import (
-        PACKAGE_VERSION as __version__,
-    )
+    from langgraph.checkpoint.otel.core.telemetry import PACKAGE_VERSION as __version__
     from langgraph.checkpoint.otel.core.tool_spans import (
         ToolKeySpanProcessor,
         add_tool_key_processor,
         record_tool_start,
     )
-    from langgraph.checkpoint.otel.migrations import (
-        Migrations,
-        SchemaMigrationError,
-    )
-    from langgraph.checkpoint.otel.options import (
-        DivergencePolicy,
-        InstrumentOptions,
-    )
+    from langgraph.checkpoint.otel.migrations import Migrations, SchemaMigrationError
+    from langgraph.checkpoint.otel.options import DivergencePolicy, InstrumentOptions
     from langgraph.checkpoint.otel.tools.otlp_json import (
         HistogramPoint,
         MetricPoint,
@@ -110,12 +86,12 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "uninstrument": ("core.instrument", "uninstrument"),
     # Offline analysis of stored checkpoints and exported spans
     "CheckpointRecord": ("analysis.records", "CheckpointRecord"),
-    "Finding": ("analysis.divergence", "Finding"),
-    "divergences": ("analysis.divergence", "divergences"),
+    "Finding": ("analysis.detectors", "Finding"),
+    "divergences": ("analysis.detectors", "divergences"),
     "history_records": ("analysis.records", "history_records"),
-    "diff": ("analysis.diff", "diff"),
-    "resume_log": ("analysis.lineage", "resume_log"),
-    "span_facts": ("analysis.records", "span_facts"),
+    "diff": ("analysis.checkpoint_diff", "diff"),
+    "resume_log": ("analysis.resume_events", "resume_log"),
+    "span_facts": ("analysis.span_records", "span_facts"),
     # The resume harness (under pytest also the `resume_checker` fixture)
     "ResumeChecker": ("tools.testing", "ResumeChecker"),
     "ResumeReport": ("tools.testing", "ResumeReport"),

@@ -43,7 +43,8 @@ INSTRUMENTATION_DURATION: Final = "langgraph.instrumentation.duration"
 (hashing, attributes, bookkeeping): what the instrumentation costs, per span."""
 MAX_ID_LENGTH: Final = 256
 """Longest attribute value (characters) the library derives from a user value (thread ids,
-namespaces, checkpoint ids); longer values are truncated and marked (see `records.bounded_text`)."""
+namespaces, checkpoint ids); longer values are truncated and marked (see
+`text_bounds.bounded_text`)."""
 
 # --- run (the library's own run span) --------------------------------------------------------
 GRAPH_NAME: Final = "langgraph.graph.name"
@@ -148,7 +149,7 @@ MIGRATION_TO: Final = "langgraph.schema.migration.to"
 
 # --- graph structure (deploy safety) ----------------------------------------------------------
 GRAPH_STRUCTURE_HASH: Final = "langgraph.graph.structure_hash"
-"""The running graph's structure hash (`analysis.fingerprint`): nodes, edges, branch targets,
+"""The running graph's structure hash (`analysis.graph_structure`): nodes, edges, branch targets,
 channels and reducers, interrupts, deferral, subgraphs, by name; on run spans, puts and
 resumes."""
 EVENT_GRAPH_CHANGED: Final = "langgraph.graph.changed"
@@ -319,7 +320,7 @@ META_SCHEMA: Final = "schema"
 """The `schema_version` the checkpoint was written under (absent: unversioned)."""
 META_GRAPH: Final = "graph"
 """[structure hash, [node, ...], {channel: kind}] of the graph that wrote the checkpoint
-(`fingerprint.StructureSummary`)."""
+(`graph_structure.StructureSummary`)."""
 META_LINEAGE: Final = "lineage"
 """[checkpoints, written_bytes] of the checkpoint's line of ancestors, itself included."""
 META_TOOLS: Final = "tools"

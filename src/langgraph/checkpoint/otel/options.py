@@ -221,7 +221,7 @@ class InstrumentOptions(BaseModel):
     """What the divergence detectors compare after a resume (see `DivergencePolicy`)."""
 
     on_divergence: Callable[[Any], None] | None = None
-    """Called with each `divergence.Finding` after its checkpoint is stored; an exception it raises
+    """Called with each `detectors.Finding` after its checkpoint is stored; an exception it raises
     propagates to the graph (strict mode, as Temporal fails a non-deterministic workflow)."""
 
     resume_trace: Literal["link", "continue"] = "link"

@@ -66,7 +66,7 @@ MAX_SUBGRAPH_DEPTH = 8
 
 def graph_description(graph: Any, depth: int = 0) -> dict[str, Any]:
     """The structure of a compiled graph as plain data, by name only (never a value, default
-    or docstring): the fields of `analysis.fingerprint.GraphStructure`, with `subgraphs`
+    or docstring): the fields of `analysis.graph_structure.GraphStructure`, with `subgraphs`
     mapping a node to its subgraph's description and `tools` a tool node to its tools' names.
     A graph without a `StateGraph` builder (a bare `Pregel`) gives its channels and nodes
     alone."""
@@ -117,7 +117,7 @@ def _node_names(value: Any) -> tuple[str, ...]:
 
 def static_interrupts(graph: Any) -> tuple[tuple[str, ...] | str, tuple[str, ...] | str]:
     """The compiled graph's `interrupt_before` and `interrupt_after` nodes, as
-    `lineage.RunStart` takes them (the string `"*"`: every node)."""
+    `resume_kinds.RunRequest` takes them (the string `"*"`: every node)."""
     before, after = (getattr(graph, f"interrupt_{at}_nodes", ()) for at in ("before", "after"))
     return (
         before if isinstance(before, str) else _node_names(before),

@@ -13,9 +13,9 @@ from langgraph.checkpoint.base import ChannelVersions, CheckpointMetadata, Check
 from opentelemetry.util.types import AttributeValue
 
 from langgraph.checkpoint.otel import names
-from langgraph.checkpoint.otel.analysis.divergence import Finding
-from langgraph.checkpoint.otel.analysis.lineage import RunStart
-from langgraph.checkpoint.otel.analysis.records import bounded_text
+from langgraph.checkpoint.otel.analysis.detectors import Finding
+from langgraph.checkpoint.otel.analysis.resume_kinds import RunRequest
+from langgraph.checkpoint.otel.analysis.text_bounds import bounded_text
 from langgraph.checkpoint.otel.core.telemetry import Operation, RunTrace
 from langgraph.checkpoint.otel.core.watch import ReferenceWalk
 
@@ -77,7 +77,7 @@ class LoadCall:
     """
 
     op: Operation | None = None
-    run: RunStart | None = None
+    run: RunRequest | None = None
     run_trace: RunTrace | None = None
     config: RunnableConfig | None = None
     walk: ReferenceWalk | None = None
@@ -118,7 +118,7 @@ def latest_config(config: RunnableConfig) -> RunnableConfig:
 
 def config_attributes(config: RunnableConfig | None) -> dict[str, AttributeValue]:
     """Thread, namespace and checkpoint id from a config, where present (bounded, never
-    raising: see `records.bounded_text`). A thread's config without a namespace addresses the
+    raising: see `text_bounds.bounded_text`). A thread's config without a namespace addresses the
     root graph's (``""``), as every saver reads it."""
     configurable = (config or {}).get("configurable") or {}
     attributes: dict[str, AttributeValue] = {}

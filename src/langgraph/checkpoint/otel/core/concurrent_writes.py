@@ -1,11 +1,11 @@
 """Two runs writing one thread at once, seen as this process writes: a checkpoint put beside
-another run's child of the same parent (see `divergence.concurrent_sibling`)."""
+another run's child of the same parent (see `detectors.concurrent_sibling`)."""
 
 from __future__ import annotations
 
 import threading
 
-from langgraph.checkpoint.otel.analysis.divergence import concurrent_sibling
+from langgraph.checkpoint.otel.analysis.detectors import concurrent_sibling
 from langgraph.checkpoint.otel.analysis.records import CheckpointRecord, Scope
 from langgraph.checkpoint.otel.bounded import BoundedDict
 

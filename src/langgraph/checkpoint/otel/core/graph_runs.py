@@ -29,15 +29,10 @@ from langgraph.checkpoint.otel import names
 from langgraph.checkpoint.otel._langgraph import graph_calls
 from langgraph.checkpoint.otel._langgraph.savers import delegates
 from langgraph.checkpoint.otel.analysis.carrier import parse_carrier
-from langgraph.checkpoint.otel.analysis.records import read_stored_telemetry
+from langgraph.checkpoint.otel.analysis.stored_metadata import read_stored_telemetry
 from langgraph.checkpoint.otel.core.observer import CheckpointObserver
 from langgraph.checkpoint.otel.core.runs import run_attributes
-from langgraph.checkpoint.otel.core.telemetry import (
-    OpenedRun,
-    Telemetry,
-    opened_run,
-    remote_parent,
-)
+from langgraph.checkpoint.otel.core.telemetry import OpenedRun, Telemetry, opened_run, remote_parent
 
 
 class _Call:

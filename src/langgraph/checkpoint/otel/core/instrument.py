@@ -11,7 +11,7 @@ from opentelemetry.metrics import MeterProvider, NoOpMeterProvider
 from opentelemetry.trace import NoOpTracerProvider, TracerProvider
 
 from langgraph.checkpoint.otel._langgraph.savers import delegates
-from langgraph.checkpoint.otel.analysis.hashing import serde_fallback
+from langgraph.checkpoint.otel.analysis.encoding import serde_fallback
 from langgraph.checkpoint.otel.core.observer import CheckpointObserver
 from langgraph.checkpoint.otel.core.saver import InstrumentedSaver, wrapper_type
 from langgraph.checkpoint.otel.core.telemetry import warn_if_export_blocks

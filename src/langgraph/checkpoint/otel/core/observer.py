@@ -26,8 +26,9 @@ from opentelemetry.util.types import AttributeValue
 from langgraph.checkpoint.otel import names
 from langgraph.checkpoint.otel._langgraph.loop import LoopRun, entering_run
 from langgraph.checkpoint.otel.analysis.hashing import StateHasher
-from langgraph.checkpoint.otel.analysis.lineage import RunStart
-from langgraph.checkpoint.otel.analysis.records import Scope, bounded_text, key_text
+from langgraph.checkpoint.otel.analysis.records import Scope
+from langgraph.checkpoint.otel.analysis.resume_kinds import RunRequest
+from langgraph.checkpoint.otel.analysis.text_bounds import bounded_text, key_text
 from langgraph.checkpoint.otel.core.agent_events import AgentEvents, opted_in
 from langgraph.checkpoint.otel.core.calls import (
     InnerCall,
@@ -368,8 +369,8 @@ def _state_read_of(config: RunnableConfig) -> RunTrace | None:
     return read[1] if read is not None and read[0] == scope_of(config)[0] else None
 
 
-def _run_start(run: LoopRun | None) -> RunStart | None:
+def _run_start(run: LoopRun | None) -> RunRequest | None:
     """How the run the loop makes started, for classifying its resume."""
     if run is None:
         return None
-    return RunStart(run.explicit_checkpoint, run.interrupt_before, run.interrupt_after)
+    return RunRequest(run.explicit_checkpoint, run.interrupt_before, run.interrupt_after)

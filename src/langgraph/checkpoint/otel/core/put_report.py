@@ -20,23 +20,25 @@ from langgraph.checkpoint.otel._langgraph.loop import (
     update_node,
 )
 from langgraph.checkpoint.otel.analysis.carrier import TraceContext
-from langgraph.checkpoint.otel.analysis.divergence import Finding
+from langgraph.checkpoint.otel.analysis.detectors import Finding
 from langgraph.checkpoint.otel.analysis.hashing import StateDigest, StateHasher
 from langgraph.checkpoint.otel.analysis.records import (
     PSEUDO_NODES,
     UNKNOWN_NODE,
     CheckpointRecord,
     Scope,
-    StoredTelemetry,
-    ToolActivity,
-    ToolCall,
-    added_tool_activity,
-    bounded_text,
     is_state_channel,
     stored_nodes,
     task_outcome,
 )
+from langgraph.checkpoint.otel.analysis.stored_metadata import StoredTelemetry
 from langgraph.checkpoint.otel.analysis.summary import summarize
+from langgraph.checkpoint.otel.analysis.text_bounds import bounded_text
+from langgraph.checkpoint.otel.analysis.tool_calls import (
+    ToolActivity,
+    ToolCall,
+    added_tool_activity,
+)
 from langgraph.checkpoint.otel.core.calls import PutCall
 from langgraph.checkpoint.otel.core.concurrent_writes import ConcurrentWrites
 from langgraph.checkpoint.otel.core.runs import Run, Runs

@@ -16,22 +16,21 @@ from opentelemetry.util.types import AttributeValue
 from langgraph.checkpoint.otel import names
 from langgraph.checkpoint.otel._langgraph.formats import interrupts_written
 from langgraph.checkpoint.otel.analysis.carrier import TraceContext, parse_carrier
-from langgraph.checkpoint.otel.analysis.fingerprint import named_changes
+from langgraph.checkpoint.otel.analysis.graph_structure import named_changes
 from langgraph.checkpoint.otel.analysis.hashing import StateHasher
-from langgraph.checkpoint.otel.analysis.lineage import (
+from langgraph.checkpoint.otel.analysis.records import Scope
+from langgraph.checkpoint.otel.analysis.resume_kinds import (
     Resume,
-    RunStart,
+    RunRequest,
     classify_resume,
     loaded_checkpoint,
 )
-from langgraph.checkpoint.otel.analysis.records import (
-    Scope,
+from langgraph.checkpoint.otel.analysis.stored_metadata import (
     StoredTelemetry,
-    ToolActivity,
-    bounded_text,
-    last_tool_requests,
     read_stored_telemetry,
 )
+from langgraph.checkpoint.otel.analysis.text_bounds import bounded_text
+from langgraph.checkpoint.otel.analysis.tool_calls import ToolActivity, last_tool_requests
 from langgraph.checkpoint.otel.core.agent_events import AgentEvents
 from langgraph.checkpoint.otel.core.calls import LoadCall, NextVersion, config_attributes
 from langgraph.checkpoint.otel.core.put_report import policy_attribute
@@ -311,13 +310,13 @@ class ResumeReporter:
 
 
 def _classify(
-    run: RunStart, loaded: CheckpointTuple, latest: Any, stored: StoredTelemetry | None
+    run: RunRequest, loaded: CheckpointTuple, latest: Any, stored: StoredTelemetry | None
 ) -> Resume:
     explicit = run.explicit_checkpoint and (
         isinstance(latest, CheckpointTuple) and latest.checkpoint["id"] != loaded.checkpoint["id"]
     )
     facts = loaded_checkpoint(loaded, stored.nodes if stored else ())
-    return classify_resume(facts, RunStart(explicit, run.interrupt_before, run.interrupt_after))
+    return classify_resume(facts, RunRequest(explicit, run.interrupt_before, run.interrupt_after))
 
 
 def _run_tools(stored: StoredTelemetry | None) -> ToolActivity | None:

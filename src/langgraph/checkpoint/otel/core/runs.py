@@ -29,7 +29,7 @@ from langgraph.checkpoint.otel import names
 from langgraph.checkpoint.otel._langgraph import loop as langgraph_loop
 from langgraph.checkpoint.otel._langgraph.formats import interrupts_written
 from langgraph.checkpoint.otel._langgraph.loop import LoopRun, RunOutcome, writing_run
-from langgraph.checkpoint.otel.analysis.fingerprint import StructureSummary
+from langgraph.checkpoint.otel.analysis.graph_structure import StructureSummary
 from langgraph.checkpoint.otel.analysis.hashing import StateHasher
 from langgraph.checkpoint.otel.analysis.records import Scope
 from langgraph.checkpoint.otel.bounded import BoundedDict

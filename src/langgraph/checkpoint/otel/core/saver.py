@@ -39,7 +39,8 @@ from langgraph.checkpoint.serde.base import SerializerProtocol
 from opentelemetry.util.types import AttributeValue
 
 from langgraph.checkpoint.otel import names
-from langgraph.checkpoint.otel.analysis.records import bounded_text, without_stored_telemetry
+from langgraph.checkpoint.otel.analysis.stored_metadata import without_stored_telemetry
+from langgraph.checkpoint.otel.analysis.text_bounds import bounded_text
 from langgraph.checkpoint.otel.core.calls import config_attributes, latest_config
 from langgraph.checkpoint.otel.core.graph_runs import install_graph_call_hook
 from langgraph.checkpoint.otel.core.observer import PRUNE_COUNT_LIMIT, CheckpointObserver

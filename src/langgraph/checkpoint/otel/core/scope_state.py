@@ -21,7 +21,9 @@ from langgraph.checkpoint.otel._langgraph.formats import (
     parent_namespace,
     send_targets,
 )
-from langgraph.checkpoint.otel.analysis.records import Scope, ToolActivity, ToolCall, key_text
+from langgraph.checkpoint.otel.analysis.records import Scope
+from langgraph.checkpoint.otel.analysis.text_bounds import key_text
+from langgraph.checkpoint.otel.analysis.tool_calls import ToolActivity, ToolCall
 from langgraph.checkpoint.otel.bounded import BoundedDict
 
 Lineage = tuple[int, int]

@@ -7,7 +7,7 @@ import weakref
 from typing import Any
 
 from langgraph.checkpoint.otel._langgraph.graph import graph_description
-from langgraph.checkpoint.otel.analysis.fingerprint import GraphStructure, StructureSummary
+from langgraph.checkpoint.otel.analysis.graph_structure import GraphStructure, StructureSummary
 
 _lock = threading.Lock()
 _by_graph: weakref.WeakKeyDictionary[Any, StructureSummary] = weakref.WeakKeyDictionary()

@@ -12,7 +12,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterable
 
-from langgraph.checkpoint.otel.analysis.records import ToolCall
+from langgraph.checkpoint.otel.analysis.tool_calls import ToolCall
 from langgraph.checkpoint.otel.bounded import BoundedDict
 
 MAX_CALLS = 4096

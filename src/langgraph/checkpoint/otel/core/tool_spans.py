@@ -1,7 +1,7 @@
 """Tool idempotency keys on tool spans, and a start record flushed before a side effect runs.
 
 `ToolKeySpanProcessor` puts ``langgraph.tool.idempotency_key`` (tool name + canonical hash
-of the arguments, `records.tool_call_key`) on the tool spans of the official GenAI LangChain
+of the arguments, `tool_calls.tool_call_key`) on the tool spans of the official GenAI LangChain
 instrumentation (``execute_tool``) and of OpenInference's (``TOOL``). Neither puts the tool
 call id or the arguments on the span when it starts (measured on
 opentelemetry-instrumentation-genai-langchain 1.3b0 + opentelemetry-util-genai 1.3b0 and
@@ -59,7 +59,8 @@ from opentelemetry.util.types import AttributeValue
 
 from langgraph.checkpoint.otel import names
 from langgraph.checkpoint.otel._langgraph.formats import task_checkpoint_id
-from langgraph.checkpoint.otel.analysis.records import bounded_text, key_text, tool_call_key
+from langgraph.checkpoint.otel.analysis.text_bounds import bounded_text, key_text
+from langgraph.checkpoint.otel.analysis.tool_calls import tool_call_key
 from langgraph.checkpoint.otel.core.telemetry import PACKAGE_VERSION, log_fault
 from langgraph.checkpoint.otel.core.tool_registry import TOOL_CALLS
 

@@ -18,21 +18,23 @@ from typing import Any
 
 from langchain_core.runnables import RunnableConfig
 
-from langgraph.checkpoint.otel.analysis.divergence import (
+from langgraph.checkpoint.otel.analysis.detectors import (
     BranchComparison,
     DivergencePolicy,
     Finding,
 )
-from langgraph.checkpoint.otel.analysis.lineage import Resume
 from langgraph.checkpoint.otel.analysis.records import (
     CheckpointRecord,
-    MessagesMark,
     Scope,
-    ToolActivity,
     checkpoint_record,
     history_records,
+)
+from langgraph.checkpoint.otel.analysis.resume_kinds import Resume
+from langgraph.checkpoint.otel.analysis.stored_metadata import read_stored_telemetry
+from langgraph.checkpoint.otel.analysis.tool_calls import (
+    MessagesMark,
+    ToolActivity,
     message_tool_activity,
-    read_stored_telemetry,
     turn_start,
 )
 from langgraph.checkpoint.otel.bounded import BoundedDict

@@ -1,5 +1,5 @@
 """`langgraph-otel compat MODULE:FACTORY -s SAVER`: which stored threads the new graph cannot
-resume, and why (see `analysis.compat` for the reasons).
+resume, and why (see `analysis.release_risks` for the reasons).
 
 The saver is read only, a page of threads at a time (the inspector's thread listing, newest
 first); for each thread its latest root checkpoint is loaded, checked and let go, so memory is
@@ -32,7 +32,8 @@ from langgraph.checkpoint.otel._langgraph.graph import (
     state_is_validated,
     validation_error,
 )
-from langgraph.checkpoint.otel.analysis.compat import (
+from langgraph.checkpoint.otel.analysis.records import is_state_channel
+from langgraph.checkpoint.otel.analysis.release_risks import (
     PendingCall,
     Risk,
     RunningGraph,
@@ -42,7 +43,7 @@ from langgraph.checkpoint.otel.analysis.compat import (
     structural_risks,
     summarize_reasons,
 )
-from langgraph.checkpoint.otel.analysis.records import is_state_channel, read_stored_telemetry
+from langgraph.checkpoint.otel.analysis.stored_metadata import read_stored_telemetry
 from langgraph.checkpoint.otel.core.structures import structure_of
 from langgraph.checkpoint.otel.migrations import Migrations, SchemaMigrationError
 from langgraph.checkpoint.otel.tools.inspector import model

@@ -13,7 +13,7 @@ Each replayed checkpoint is then compared with the recorded one at the same posi
 graph: the root line, and each run of each subgraph (a supervisor's worker, a sub-agent: its
 namespace without task ids, runs in recorded order) against the same run when recorded
 (channel hashes, nodes, the tools its model asked for and their arguments;
-`analysis.divergence.BranchComparison`); the first divergence, in recorded order, is
+`analysis.detectors.BranchComparison`); the first divergence, in recorded order, is
 reported, content-free. A recording that ends mid-run (its process was killed, or
 the run is still going) is compared as far as it goes: what the replay does after its end was
 never recorded. A thread whose recording cannot be replayed (a model or tool call with no
@@ -48,27 +48,27 @@ from langgraph.checkpoint.otel._langgraph.recorded_answers import (
     UnofferedCall,
     answering,
 )
-from langgraph.checkpoint.otel.analysis.divergence import (
+from langgraph.checkpoint.otel.analysis.detectors import (
     BranchComparison,
     Finding,
     tool_arguments,
     trajectory,
 )
-from langgraph.checkpoint.otel.analysis.divergence.trajectory import length_finding
-from langgraph.checkpoint.otel.analysis.lineage import (
-    ResumeKind,
-    RunStart,
-    classify_resume,
-    loaded_checkpoint,
-)
+from langgraph.checkpoint.otel.analysis.detectors.trajectory import length_finding
 from langgraph.checkpoint.otel.analysis.records import (
     CheckpointRecord,
     history_records,
     is_state_channel,
-    read_stored_telemetry,
-    tool_call_key,
     unseen_delta_channels,
 )
+from langgraph.checkpoint.otel.analysis.resume_kinds import (
+    ResumeKind,
+    RunRequest,
+    classify_resume,
+    loaded_checkpoint,
+)
+from langgraph.checkpoint.otel.analysis.stored_metadata import read_stored_telemetry
+from langgraph.checkpoint.otel.analysis.tool_calls import tool_call_key
 from langgraph.checkpoint.otel.core.instrument import instrument
 from langgraph.checkpoint.otel.core.saver import astored_history, stored_history
 from langgraph.checkpoint.otel.options import DivergencePolicy
@@ -253,7 +253,7 @@ def _end_of(last: CheckpointTuple, graph: Any) -> ResumeKind:
     interrupt_before, interrupt_after = static_interrupts(graph)
     return classify_resume(
         loaded_checkpoint(last, stored.nodes if stored else ()),
-        RunStart(False, interrupt_before, interrupt_after),
+        RunRequest(False, interrupt_before, interrupt_after),
     ).kind
 
 

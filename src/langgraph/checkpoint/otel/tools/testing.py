@@ -15,7 +15,7 @@
 
 Each resumed run must end in the reference's final state (equal canonical hashes, see
 `hashing.hash_value`: message ids and tool-call ids do not count), its stored history must not
-diverge from the reference's (`divergence.compare_branches`: `state` and `trajectory`
+diverge from the reference's (`detectors.compare_branches`: `state` and `trajectory`
 findings), and no tool call may be answered more often than in the reference (a duplicate side
 effect). A control run without any injection comes first: when it already differs, the graph
 is not deterministic and the report says so before anything about resuming.
@@ -57,21 +57,15 @@ from langgraph.graph.state import CompiledStateGraph, StateGraph
 from pydantic import BaseModel, ConfigDict, computed_field
 
 from langgraph.checkpoint.otel._langgraph.graph import node_runnable, with_wrapped_nodes
-from langgraph.checkpoint.otel.analysis.divergence import (
+from langgraph.checkpoint.otel.analysis.detectors import (
     DEFAULT_POLICY,
     DivergencePolicy,
     Finding,
     compare_branches,
 )
-from langgraph.checkpoint.otel.analysis.hashing import (
-    combine_state_hash,
-    hash_value,
-    serde_fallback,
-)
-from langgraph.checkpoint.otel.analysis.records import (
-    CheckpointRecord,
-    history_records,
-)
+from langgraph.checkpoint.otel.analysis.encoding import serde_fallback
+from langgraph.checkpoint.otel.analysis.hashing import combine_state_hash, hash_value
+from langgraph.checkpoint.otel.analysis.records import CheckpointRecord, history_records
 from langgraph.checkpoint.otel.core.saver import astored_history, stored_history
 
 __all__ = [

@@ -35,7 +35,7 @@ from pydantic import BaseModel
 from rich.console import Console
 from rich.progress import Progress
 
-from langgraph.checkpoint.otel.analysis.diff import ContentPolicy
+from langgraph.checkpoint.otel.analysis.checkpoint_diff import ContentPolicy
 from langgraph.checkpoint.otel.options import DivergencePolicy
 from langgraph.checkpoint.otel.tools.inspector import model, render, views
 from langgraph.checkpoint.otel.tools.inspector.sources import SourceError, Sources, open_sources

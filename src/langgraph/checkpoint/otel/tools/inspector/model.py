@@ -12,8 +12,8 @@ from typing import Any, ClassVar
 
 from pydantic import BaseModel, Field, SerializerFunctionWrapHandler, model_serializer
 
-from langgraph.checkpoint.otel.analysis.diff import CheckpointDiff
-from langgraph.checkpoint.otel.analysis.divergence import Finding
+from langgraph.checkpoint.otel.analysis.checkpoint_diff import CheckpointDiff
+from langgraph.checkpoint.otel.analysis.detectors import Finding
 
 SCHEMA_VERSION = 1
 

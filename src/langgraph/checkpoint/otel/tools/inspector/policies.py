@@ -17,8 +17,8 @@ from functools import reduce
 from langgraph.checkpoint.base import CheckpointTuple
 
 from langgraph.checkpoint.otel import names
-from langgraph.checkpoint.otel.analysis.divergence import Finding
-from langgraph.checkpoint.otel.analysis.records import read_stored_telemetry
+from langgraph.checkpoint.otel.analysis.detectors import Finding
+from langgraph.checkpoint.otel.analysis.stored_metadata import read_stored_telemetry
 from langgraph.checkpoint.otel.options import DivergencePolicy
 from langgraph.checkpoint.otel.tools.otlp_json import SpanRecord
 

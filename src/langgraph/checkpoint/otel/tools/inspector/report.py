@@ -15,7 +15,7 @@ from typing import Final
 
 import jinja2
 
-from langgraph.checkpoint.otel.analysis.diff import CheckpointDiff
+from langgraph.checkpoint.otel.analysis.checkpoint_diff import CheckpointDiff
 from langgraph.checkpoint.otel.tools.inspector.model import CheckpointRow, Report
 from langgraph.checkpoint.otel.tools.inspector.views import subgraph_node, subgraph_title
 

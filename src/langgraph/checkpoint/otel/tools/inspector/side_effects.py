@@ -15,8 +15,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from langgraph.checkpoint.otel import names
-from langgraph.checkpoint.otel.analysis.divergence import Finding
-from langgraph.checkpoint.otel.analysis.divergence.duplicate_tool_call import started_twice
+from langgraph.checkpoint.otel.analysis.detectors import Finding
+from langgraph.checkpoint.otel.analysis.detectors.duplicate_tool_call import started_twice
 from langgraph.checkpoint.otel.options import DivergencePolicy
 from langgraph.checkpoint.otel.tools.otlp_json import SpanRecord
 

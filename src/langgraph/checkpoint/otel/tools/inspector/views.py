@@ -19,23 +19,19 @@ from langgraph.checkpoint.base import CheckpointTuple
 
 from langgraph.checkpoint.otel import names
 from langgraph.checkpoint.otel.analysis.carrier import parse_carrier
-from langgraph.checkpoint.otel.analysis.diff import (
+from langgraph.checkpoint.otel.analysis.checkpoint_diff import (
     CheckpointDiff,
     ContentPolicy,
     checkpoint_digests,
     diff,
 )
-from langgraph.checkpoint.otel.analysis.divergence import DEFAULT_POLICY, Finding, divergences
-from langgraph.checkpoint.otel.analysis.lineage import ResumeEvent, resume_log
-from langgraph.checkpoint.otel.analysis.records import (
-    argument_names,
-    bounded_text,
-    history_records,
-    is_state_channel,
-    read_stored_telemetry,
-    span_facts,
-    span_records,
-)
+from langgraph.checkpoint.otel.analysis.detectors import DEFAULT_POLICY, Finding, divergences
+from langgraph.checkpoint.otel.analysis.records import history_records, is_state_channel
+from langgraph.checkpoint.otel.analysis.resume_events import ResumeEvent, resume_log
+from langgraph.checkpoint.otel.analysis.span_records import span_facts, span_records
+from langgraph.checkpoint.otel.analysis.stored_metadata import read_stored_telemetry
+from langgraph.checkpoint.otel.analysis.text_bounds import bounded_text
+from langgraph.checkpoint.otel.analysis.tool_calls import argument_names
 from langgraph.checkpoint.otel.options import DivergencePolicy
 from langgraph.checkpoint.otel.tools.inspector.model import (
     ChannelGrowth,

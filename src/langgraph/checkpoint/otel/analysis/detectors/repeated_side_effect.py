@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from langgraph.checkpoint.otel.analysis.divergence.finding import Detector, Finding, Step, finding
-from langgraph.checkpoint.otel.analysis.records import ToolCall, changed_arguments
+from langgraph.checkpoint.otel.analysis.detectors.finding import Detector, Finding, Step, finding
+from langgraph.checkpoint.otel.analysis.tool_calls import ToolCall, changed_arguments
 
 
 class RepeatedSideEffect(Detector):

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from langgraph.checkpoint.otel.analysis.divergence.finding import Detector, Finding, Step, finding
+from langgraph.checkpoint.otel.analysis.detectors.finding import Detector, Finding, Step, finding
 from langgraph.checkpoint.otel.analysis.records import CheckpointRecord
 
 

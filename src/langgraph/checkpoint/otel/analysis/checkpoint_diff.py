@@ -23,18 +23,12 @@ from typing import Any, Final, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from langgraph.checkpoint.otel.analysis.hashing import (
-    UnhashableValueError,
-    combine_state_hash,
-    digest_value,
-    hash_value,
-)
-from langgraph.checkpoint.otel.analysis.records import (
-    is_state_channel,
-    read_stored_telemetry,
-    repr_bytes,
-)
+from langgraph.checkpoint.otel.analysis.encoding import UnhashableValueError
+from langgraph.checkpoint.otel.analysis.hashing import combine_state_hash, digest_value, hash_value
+from langgraph.checkpoint.otel.analysis.records import is_state_channel
+from langgraph.checkpoint.otel.analysis.stored_metadata import read_stored_telemetry
 from langgraph.checkpoint.otel.analysis.summary import MAX_ITEMS, is_message, plural, summarize
+from langgraph.checkpoint.otel.analysis.text_bounds import repr_bytes
 from langgraph.checkpoint.otel.options import InstrumentOptions
 
 __all__ = [

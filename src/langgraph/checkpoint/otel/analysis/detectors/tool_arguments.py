@@ -5,8 +5,8 @@ with `DivergencePolicy(compare_tool_args=False)`."""
 
 from __future__ import annotations
 
-from langgraph.checkpoint.otel.analysis.divergence.finding import Detector, Finding, Step, finding
-from langgraph.checkpoint.otel.analysis.records import changed_arguments
+from langgraph.checkpoint.otel.analysis.detectors.finding import Detector, Finding, Step, finding
+from langgraph.checkpoint.otel.analysis.tool_calls import changed_arguments
 
 
 class ToolArguments(Detector):

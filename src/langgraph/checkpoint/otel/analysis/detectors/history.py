@@ -6,10 +6,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from langgraph.checkpoint.otel.analysis.divergence.branch import compare_branches
-from langgraph.checkpoint.otel.analysis.divergence.concurrent_write import concurrent_sibling
-from langgraph.checkpoint.otel.analysis.divergence.finding import DEFAULT_POLICY, Finding, Step
-from langgraph.checkpoint.otel.analysis.divergence.registry import REGISTRY
+from langgraph.checkpoint.otel.analysis.detectors.branch import compare_branches
+from langgraph.checkpoint.otel.analysis.detectors.concurrent_write import concurrent_sibling
+from langgraph.checkpoint.otel.analysis.detectors.finding import DEFAULT_POLICY, Finding, Step
+from langgraph.checkpoint.otel.analysis.detectors.registry import REGISTRY
 from langgraph.checkpoint.otel.analysis.records import CheckpointRecord
 from langgraph.checkpoint.otel.options import DivergencePolicy
 

@@ -9,7 +9,8 @@ from typing import ClassVar
 
 from pydantic import BaseModel, ConfigDict
 
-from langgraph.checkpoint.otel.analysis.records import CheckpointRecord, ToolCall
+from langgraph.checkpoint.otel.analysis.records import CheckpointRecord
+from langgraph.checkpoint.otel.analysis.tool_calls import ToolCall
 from langgraph.checkpoint.otel.options import DivergenceKind, DivergencePolicy
 
 DEFAULT_POLICY = DivergencePolicy()
@@ -40,7 +41,7 @@ class Finding(BaseModel):
     `repeated_side_effect`)."""
     arguments: tuple[str, ...] = ()
     """The arguments whose values differ between the two calls (`tool_arguments`,
-    `repeated_side_effect`): their labels (`records.argument_label`, 8 hex digits of the
+    `repeated_side_effect`): their labels (`tool_calls.argument_label`, 8 hex digits of the
     name's hash: an argument's name is the model's output); the inspector shows their names."""
     graph: str | None = None
     """The subgraph whose checkpoint revealed it, as its namespace without task ids

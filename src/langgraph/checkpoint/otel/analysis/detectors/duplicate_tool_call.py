@@ -7,7 +7,7 @@ checkpoint, also when the first run died inside the tool."""
 
 from __future__ import annotations
 
-from langgraph.checkpoint.otel.analysis.divergence.finding import Detector, Finding, Step, finding
+from langgraph.checkpoint.otel.analysis.detectors.finding import Detector, Finding, Step, finding
 
 
 class DuplicateToolCall(Detector):

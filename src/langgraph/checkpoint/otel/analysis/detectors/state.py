@@ -3,7 +3,7 @@ yet a channel's hash differs: a node is non-deterministic (or the world it read 
 
 from __future__ import annotations
 
-from langgraph.checkpoint.otel.analysis.divergence.finding import Detector, Finding, Step, finding
+from langgraph.checkpoint.otel.analysis.detectors.finding import Detector, Finding, Step, finding
 from langgraph.checkpoint.otel.analysis.records import is_state_channel
 
 

@@ -26,19 +26,19 @@ resume harness all use these.
 
 from __future__ import annotations
 
-from langgraph.checkpoint.otel.analysis.divergence.branch import (
+from langgraph.checkpoint.otel.analysis.detectors.branch import (
     BranchComparison,
     compare_branches,
 )
-from langgraph.checkpoint.otel.analysis.divergence.concurrent_write import concurrent_sibling
-from langgraph.checkpoint.otel.analysis.divergence.finding import (
+from langgraph.checkpoint.otel.analysis.detectors.concurrent_write import concurrent_sibling
+from langgraph.checkpoint.otel.analysis.detectors.finding import (
     DEFAULT_POLICY,
     Detector,
     Finding,
     Step,
 )
-from langgraph.checkpoint.otel.analysis.divergence.history import divergences
-from langgraph.checkpoint.otel.analysis.divergence.registry import REGISTRY
+from langgraph.checkpoint.otel.analysis.detectors.history import divergences
+from langgraph.checkpoint.otel.analysis.detectors.registry import REGISTRY
 from langgraph.checkpoint.otel.options import DETECTORS, DivergenceKind, DivergencePolicy
 
 __all__ = [

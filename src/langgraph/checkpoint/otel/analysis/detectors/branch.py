@@ -7,13 +7,10 @@ from __future__ import annotations
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 
-from langgraph.checkpoint.otel.analysis.divergence.finding import (
-    DEFAULT_POLICY,
-    Finding,
-    Step,
-)
-from langgraph.checkpoint.otel.analysis.divergence.registry import REGISTRY
-from langgraph.checkpoint.otel.analysis.records import CheckpointRecord, ToolCall, is_state_channel
+from langgraph.checkpoint.otel.analysis.detectors.finding import DEFAULT_POLICY, Finding, Step
+from langgraph.checkpoint.otel.analysis.detectors.registry import REGISTRY
+from langgraph.checkpoint.otel.analysis.records import CheckpointRecord, is_state_channel
+from langgraph.checkpoint.otel.analysis.tool_calls import ToolCall
 from langgraph.checkpoint.otel.options import DivergencePolicy
 
 

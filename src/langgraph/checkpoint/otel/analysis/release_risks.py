@@ -31,7 +31,7 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
-from langgraph.checkpoint.otel.analysis.fingerprint import StructureSummary
+from langgraph.checkpoint.otel.analysis.graph_structure import StructureSummary
 
 RiskReason = Literal[
     "missing_node",
