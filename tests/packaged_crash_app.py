@@ -35,7 +35,7 @@ import agents
 import packaged_agents as pa
 from langgraph.checkpoint.otel import instrument
 from langgraph.checkpoint.otel.analysis.detectors import DivergencePolicy
-from langgraph.checkpoint.otel.core.tool_spans import record_tool_start
+from langgraph.checkpoint.otel.core.tool_key_spans import record_tool_start
 from langgraph.checkpoint.otel.tools.otlp_json import OtlpJsonSpanExporter
 
 SERVICE_NAME = "packaged-crash-app"

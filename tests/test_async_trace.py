@@ -20,7 +20,7 @@ from opentelemetry.sdk.trace import ReadableSpan
 import agents
 from helpers import OTel, is_run_span
 from langgraph.checkpoint.otel import instrument, names, record_tool_start
-from langgraph.checkpoint.otel.core.tool_spans import add_tool_key_processor
+from langgraph.checkpoint.otel.core.tool_key_spans import add_tool_key_processor
 
 SCRIPT = [
     agents.calls(("lookup", {"city": "Lisbon"}), ("book", {"flight": "TP1353"})),

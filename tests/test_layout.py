@@ -95,7 +95,7 @@ def test_the_inspector_loads_without_the_wrapper() -> None:
 
     probe = (
         "import sys, langgraph.checkpoint.otel.tools.inspector.cli\n"
-        "print(sorted(m for m in ('langgraph.checkpoint.otel.core.instrument', "
+        "print(sorted(m for m in ('langgraph.checkpoint.otel.core.wrapping', "
         "'langgraph.checkpoint.otel.core.saver', 'langgraph.types', 'langgraph.pregel') "
         "if m in sys.modules))"
     )

@@ -172,7 +172,7 @@ def test_a_raising_meter_never_reaches_the_graph(
     def broken(*args: Any, **kwargs: Any) -> None:
         raise RuntimeError("meter down")
 
-    saver.observer.telemetry.duration.record = broken
+    saver.observer.telemetry.instruments.duration.record = broken
     graph = graphs.linear().compile(checkpointer=saver)
     with caplog.at_level(logging.WARNING, logger="langgraph.checkpoint.otel"):
         result = graph.invoke(graphs.user_input(), config())

@@ -20,7 +20,7 @@ import agents
 from helpers import OTel
 from langgraph.checkpoint.otel import instrument
 from langgraph.checkpoint.otel.core import runs as runs_module
-from langgraph.checkpoint.otel.core.tool_registry import TOOL_CALLS
+from langgraph.checkpoint.otel.core.requested_tools import TOOL_CALLS
 
 THREADS = 300
 RESULT_SIZE = 100_000

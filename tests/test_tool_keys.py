@@ -46,8 +46,8 @@ from langgraph.checkpoint.otel.analysis.tool_calls import (
     tool_call_key,
 )
 from langgraph.checkpoint.otel.core.instrumentor import LangGraphCheckpointInstrumentor
-from langgraph.checkpoint.otel.core.tool_registry import TOOL_CALLS
-from langgraph.checkpoint.otel.core.tool_spans import (
+from langgraph.checkpoint.otel.core.requested_tools import TOOL_CALLS
+from langgraph.checkpoint.otel.core.tool_key_spans import (
     ToolKeySpanProcessor,
     add_tool_key_processor,
     record_tool_start,

@@ -253,7 +253,7 @@ def test_a_fault_noting_the_run_loops_steps_never_reaches_the_graph(
     def unreadable(self: Any, applying: bool = True) -> None:
         raise UnreadableLoop("tasks")
 
-    monkeypatch.setattr(pregel_signals.LoopRun, "_note_step", unreadable)
+    monkeypatch.setattr(pregel_signals.LoopEntry, "_note_step", unreadable)
     telemetry._FAULTS_LOGGED.clear()
     bare = counter_graph(InMemorySaver())
     saver = instrument(InMemorySaver(), tracer_provider=otel.tracer_provider)
@@ -269,7 +269,7 @@ def test_with_telemetry_off_the_run_loop_is_left_alone(monkeypatch: pytest.Monke
 
     watched: list[Any] = []
     monkeypatch.setattr(
-        pregel_signals.LoopRun, "watch_steps", lambda self, fault: watched.append(1)
+        pregel_signals.LoopEntry, "watch_steps", lambda self, fault: watched.append(1)
     )
     counter_graph(instrument(InMemorySaver(), enabled=False)).invoke({"n": 0}, config())
     assert watched == []

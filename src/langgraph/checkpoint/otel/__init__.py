@@ -25,7 +25,6 @@ if TYPE_CHECKING:
     from langgraph.checkpoint.otel.analysis.records import CheckpointRecord, history_records
     from langgraph.checkpoint.otel.analysis.resume_events import resume_log
     from langgraph.checkpoint.otel.analysis.span_records import span_facts
-    from langgraph.checkpoint.otel.core.instrument import instrument, is_instrumented, uninstrument
     from langgraph.checkpoint.otel.core.instrumentor import LangGraphCheckpointInstrumentor
     from langgraph.checkpoint.otel.core.saver import (
         InstrumentedSaver,
@@ -33,11 +32,12 @@ if TYPE_CHECKING:
         stored_history,
     )
     from langgraph.checkpoint.otel.core.telemetry import PACKAGE_VERSION as __version__
-    from langgraph.checkpoint.otel.core.tool_spans import (
+    from langgraph.checkpoint.otel.core.tool_key_spans import (
         ToolKeySpanProcessor,
         add_tool_key_processor,
         record_tool_start,
     )
+    from langgraph.checkpoint.otel.core.wrapping import instrument, is_instrumented, uninstrument
     from langgraph.checkpoint.otel.migrations import Migrations, SchemaMigrationError
     from langgraph.checkpoint.otel.options import DivergencePolicy, InstrumentOptions
     from langgraph.checkpoint.otel.tools.otlp_json import (
@@ -75,15 +75,15 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "LangGraphCheckpointInstrumentor": ("core.instrumentor", "LangGraphCheckpointInstrumentor"),
     "Migrations": ("migrations", "Migrations"),
     "SchemaMigrationError": ("migrations", "SchemaMigrationError"),
-    "ToolKeySpanProcessor": ("core.tool_spans", "ToolKeySpanProcessor"),
+    "ToolKeySpanProcessor": ("core.tool_key_spans", "ToolKeySpanProcessor"),
     "__version__": ("core.telemetry", "PACKAGE_VERSION"),
-    "add_tool_key_processor": ("core.tool_spans", "add_tool_key_processor"),
+    "add_tool_key_processor": ("core.tool_key_spans", "add_tool_key_processor"),
     "astored_history": ("core.saver", "astored_history"),
-    "instrument": ("core.instrument", "instrument"),
-    "is_instrumented": ("core.instrument", "is_instrumented"),
-    "record_tool_start": ("core.tool_spans", "record_tool_start"),
+    "instrument": ("core.wrapping", "instrument"),
+    "is_instrumented": ("core.wrapping", "is_instrumented"),
+    "record_tool_start": ("core.tool_key_spans", "record_tool_start"),
     "stored_history": ("core.saver", "stored_history"),
-    "uninstrument": ("core.instrument", "uninstrument"),
+    "uninstrument": ("core.wrapping", "uninstrument"),
     # Offline analysis of stored checkpoints and exported spans
     "CheckpointRecord": ("analysis.records", "CheckpointRecord"),
     "Finding": ("analysis.detectors", "Finding"),

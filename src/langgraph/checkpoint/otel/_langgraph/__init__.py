@@ -5,7 +5,7 @@ run ends; its internals and string formats do. Everything that reads them lives 
 LangGraph release that changes them is met in one place:
 
 - `formats`: task paths, namespaces, `branch:to:`/`join:` channels, `Send` packets (pure).
-- `loop`: runs seen from the loop (`install`, `entering_run`, `LoopRun`, `set_task_scope`,
+- `loop`: runs seen from the loop (`install`, `entering_run`, `LoopEntry`, `set_task_scope`,
   `update_node`, `run_outcome`), robust to savers between LangGraph and the wrapper; the values
   of delta channels as each checkpoint is created (`delta_values`, `delta_snapshot_value`).
 - `graph`: a compiled graph's structure by name (`graph_description`, for the fingerprint),

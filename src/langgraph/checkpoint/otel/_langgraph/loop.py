@@ -12,7 +12,7 @@ can run under the run's trace (`set_task_scope`); sync runs need no such help (t
 current in the thread that enters the loop, and LangGraph's worker threads copy it). And it
 wraps `create_checkpoint`, so the values of a graph's delta channels, which a checkpoint stores
 only at snapshots, are known to the save of each checkpoint (`delta_values`), and, once a loop
-has entered, the values it rebuilt them to from the loaded checkpoint (`LoopRun.after_entry`).
+has entered, the values it rebuilt them to from the loaded checkpoint (`LoopEntry.after_entry`).
 
 When an internal is missing (another LangGraph release), the signal it gives is logged once as
 missing and the wrapper goes on reporting what it knows (puts, loads).
@@ -45,7 +45,7 @@ after the loop has moved on by a step or two."""
 _INTERRUPTED_STATUSES = frozenset({"interrupt_before", "interrupt_after"})
 
 
-class LoopRun:
+class LoopEntry:
     """A run's load, seen from the loop that makes it; then the loop's steps as they apply.
 
     LangGraph asks the checkpointer for each new channel version while it applies a step's
@@ -356,7 +356,7 @@ class _Submitter:
 
     __slots__ = ("__weakref__", "_run", "_submit")
 
-    def __init__(self, submit: Callable[..., Any], run: LoopRun) -> None:
+    def __init__(self, submit: Callable[..., Any], run: LoopEntry) -> None:
         self._submit = submit
         self._run = run
 
@@ -376,7 +376,7 @@ class _Entry:
     graph: Any
     is_async: bool
     claimed: bool = False
-    run: LoopRun | None = None
+    run: LoopEntry | None = None
 
     def failed(self, error: BaseException) -> None:
         """The loop's entry raised: end the run that claimed it (never raising)."""
@@ -396,25 +396,25 @@ class _Entry:
 
 
 _ENTERING: ContextVar[_Entry | None] = ContextVar("langgraph_otel_entering_loop", default=None)
-_WRITER: ContextVar[_Entry | LoopRun | None] = ContextVar("langgraph_otel_writer", default=None)
+_WRITER: ContextVar[_Entry | LoopEntry | None] = ContextVar("langgraph_otel_writer", default=None)
 """The run whose loop submitted the work running in this context: its entry while the loop
 enters (the run's first saves are submitted then), its run afterwards (see `_Submitter`)."""
 _UPDATING: ContextVar[dict[str, str] | None] = ContextVar("langgraph_otel_updating", default=None)
 """task id -> node, while `update_state` stores the writes of the nodes it applies them as."""
 
 
-def entering_run() -> LoopRun | None:
+def entering_run() -> LoopEntry | None:
     """The run whose loop is entering in this context, for the first load made during the
     entry (the run's load); None for every other load."""
     entry = _ENTERING.get()
     if entry is None or entry.claimed:
         return None
     entry.claimed = True
-    entry.run = LoopRun(entry.loop, entry.graph, entry.is_async)
+    entry.run = LoopEntry(entry.loop, entry.graph, entry.is_async)
     return entry.run
 
 
-def writing_run() -> LoopRun | None:
+def writing_run() -> LoopEntry | None:
     """The run whose loop submitted the save in progress in this context, if any: a fact of
     LangGraph's own (which loop made the save), not a guess from the runs open on its thread."""
     held = _WRITER.get()

@@ -8,7 +8,7 @@ or, with no code at all, ``opentelemetry-instrument python app.py`` (entry point
 ``langgraph_checkpoint`` in the ``opentelemetry_instrumentor`` group), and on the LangGraph
 Agent Server ``opentelemetry-instrument langgraph dev``.
 
-It also adds a `tool_spans.ToolKeySpanProcessor` to the (SDK) tracer provider it instruments,
+It also adds a `tool_key_spans.ToolKeySpanProcessor` to the (SDK) tracer provider it instruments,
 once per provider, so the tool spans of the official GenAI and OpenInference LangChain
 instrumentations carry the tool call's idempotency key (it stays after ``uninstrument()``:
 an SDK provider cannot remove a span processor).
@@ -51,7 +51,7 @@ from wrapt import wrap_function_wrapper
 
 from langgraph.checkpoint.otel.core.observer import CheckpointObserver
 from langgraph.checkpoint.otel.core.telemetry import warn_if_export_blocks
-from langgraph.checkpoint.otel.core.tool_spans import add_tool_key_processor
+from langgraph.checkpoint.otel.core.tool_key_spans import add_tool_key_processor
 from langgraph.checkpoint.otel.options import InstrumentOptions
 
 __all__ = ["LangGraphCheckpointInstrumentor"]
@@ -127,7 +127,7 @@ class _SaverReplacer:
 
     def __call__(self, checkpointer: Any) -> Any:
         # Imported here: the package's __init__ may import this module.
-        from langgraph.checkpoint.otel.core.instrument import (
+        from langgraph.checkpoint.otel.core.wrapping import (
             observe,
             reaches_instrumented,
             uninstrument,

@@ -24,7 +24,7 @@ from opentelemetry.trace import TracerProvider
 from opentelemetry.util.types import AttributeValue
 
 from langgraph.checkpoint.otel import names
-from langgraph.checkpoint.otel._langgraph.loop import LoopRun, entering_run
+from langgraph.checkpoint.otel._langgraph.loop import LoopEntry, entering_run
 from langgraph.checkpoint.otel.analysis.hashing import StateHasher
 from langgraph.checkpoint.otel.analysis.records import Scope
 from langgraph.checkpoint.otel.analysis.resume_kinds import RunRequest
@@ -40,7 +40,7 @@ from langgraph.checkpoint.otel.core.calls import (
 )
 from langgraph.checkpoint.otel.core.put_report import PutReporter, writes_attributes
 from langgraph.checkpoint.otel.core.resumes import ResumeReporter
-from langgraph.checkpoint.otel.core.runs import Run, Runs
+from langgraph.checkpoint.otel.core.runs import ActiveRun, ActiveRuns
 from langgraph.checkpoint.otel.core.scope_state import ScopeStates, scope_of
 from langgraph.checkpoint.otel.core.telemetry import (
     PACKAGE_VERSION,
@@ -78,7 +78,7 @@ class CheckpointObserver:
         )
         self._states = ScopeStates(options.hash_cache_size)
         self._watch = DivergenceWatch(options.divergence, messages_channel=options.messages_channel)
-        self._runs = Runs(
+        self._runs = ActiveRuns(
             self.telemetry, self._states, self._hasher, options.hash_cache_size, self._events
         )
         self._puts = PutReporter(
@@ -221,7 +221,7 @@ class CheckpointObserver:
                 self.telemetry.guard("note pauses", self._runs.note_pauses, scope, config, writes)
 
     def _in_run(
-        self, writer: Run | None, scope: Scope, attributes: dict[str, AttributeValue]
+        self, writer: ActiveRun | None, scope: Scope, attributes: dict[str, AttributeValue]
     ) -> RunTrace | None:
         """The trace a save of `scope` goes in: its writer's (marked when that run was
         cancelled before the save), else the trace of the run in progress, if any."""
@@ -295,7 +295,7 @@ class CheckpointObserver:
             finally:
                 op.set({names.LIST_RESULTS: call.results})
 
-    def _begin_run(self, config: RunnableConfig, run: LoopRun | None) -> RunTrace | None:
+    def _begin_run(self, config: RunnableConfig, run: LoopEntry | None) -> RunTrace | None:
         if run is None:
             return None
         return self.telemetry.guard("begin run", self._runs.begin, config, run)
@@ -369,7 +369,7 @@ def _state_read_of(config: RunnableConfig) -> RunTrace | None:
     return read[1] if read is not None and read[0] == scope_of(config)[0] else None
 
 
-def _run_start(run: LoopRun | None) -> RunRequest | None:
+def _run_start(run: LoopEntry | None) -> RunRequest | None:
     """How the run the loop makes started, for classifying its resume."""
     if run is None:
         return None

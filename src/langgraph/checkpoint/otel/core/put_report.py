@@ -41,10 +41,10 @@ from langgraph.checkpoint.otel.analysis.tool_calls import (
 )
 from langgraph.checkpoint.otel.core.calls import PutCall
 from langgraph.checkpoint.otel.core.concurrent_writes import ConcurrentWrites
-from langgraph.checkpoint.otel.core.runs import Run, Runs
+from langgraph.checkpoint.otel.core.requested_tools import TOOL_CALLS
+from langgraph.checkpoint.otel.core.runs import ActiveRun, ActiveRuns
 from langgraph.checkpoint.otel.core.scope_state import Lineage, ScopeStates, SeenCheckpoint
 from langgraph.checkpoint.otel.core.telemetry import Operation, Telemetry
-from langgraph.checkpoint.otel.core.tool_registry import TOOL_CALLS
 from langgraph.checkpoint.otel.core.watch import DivergenceWatch
 from langgraph.checkpoint.otel.options import InstrumentOptions
 
@@ -62,7 +62,7 @@ class PutReporter:
         options: InstrumentOptions,
         telemetry: Telemetry,
         states: ScopeStates,
-        runs: Runs,
+        runs: ActiveRuns,
         hasher: StateHasher,
         watch: DivergenceWatch,
     ) -> None:
@@ -98,7 +98,7 @@ class PutReporter:
         config: RunnableConfig,
         checkpoint: Checkpoint,
         new_versions: ChannelVersions,
-        writer: Run | None,
+        writer: ActiveRun | None,
     ) -> None:
         """Set the put span's attributes and events; `call.metadata` gets the stored
         telemetry, `call.findings` the divergences found. `writer`: the run writing it."""
@@ -322,7 +322,7 @@ class PutReporter:
         parent_id: str | None,
         checkpoint: Checkpoint,
         source: Any,
-        writer: Run | None,
+        writer: ActiveRun | None,
     ) -> tuple[list[str], tuple[str, str] | None]:
         """The nodes whose writes the checkpoint applies (the tasks that wrote on its parent,
         nodes whose `versions_seen` moved, and on a loop step the parent's `Send` targets,
@@ -458,7 +458,7 @@ class PutReporter:
         writes: Sequence[tuple[str, Any]],
         task_id: str,
         task_path: str,
-        writer: Run | None,
+        writer: ActiveRun | None,
     ) -> tuple[str, str]:
         """The node and outcome of a pending-writes call by `writer`'s run; notes the task's
         node as a writer on the checkpoint it ran from (the child checkpoint applies it)."""

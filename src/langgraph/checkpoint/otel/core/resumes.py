@@ -34,10 +34,10 @@ from langgraph.checkpoint.otel.analysis.tool_calls import ToolActivity, last_too
 from langgraph.checkpoint.otel.core.agent_events import AgentEvents
 from langgraph.checkpoint.otel.core.calls import LoadCall, NextVersion, config_attributes
 from langgraph.checkpoint.otel.core.put_report import policy_attribute
-from langgraph.checkpoint.otel.core.runs import Runs
+from langgraph.checkpoint.otel.core.requested_tools import TOOL_CALLS
+from langgraph.checkpoint.otel.core.runs import ActiveRuns
 from langgraph.checkpoint.otel.core.scope_state import ScopeStates, SeenCheckpoint, scope_of
 from langgraph.checkpoint.otel.core.telemetry import Operation, Telemetry
-from langgraph.checkpoint.otel.core.tool_registry import TOOL_CALLS
 from langgraph.checkpoint.otel.core.watch import DivergenceWatch
 from langgraph.checkpoint.otel.options import InstrumentOptions
 
@@ -56,7 +56,7 @@ class ResumeReporter:
         options: InstrumentOptions,
         telemetry: Telemetry,
         states: ScopeStates,
-        runs: Runs,
+        runs: ActiveRuns,
         hasher: StateHasher,
         watch: DivergenceWatch,
         events: AgentEvents | None = None,

@@ -28,13 +28,14 @@ from opentelemetry import trace
 from langgraph.checkpoint.otel import names
 from langgraph.checkpoint.otel._langgraph import loop as langgraph_loop
 from langgraph.checkpoint.otel._langgraph.formats import interrupts_written
-from langgraph.checkpoint.otel._langgraph.loop import LoopRun, RunOutcome, writing_run
+from langgraph.checkpoint.otel._langgraph.loop import LoopEntry, RunOutcome, writing_run
 from langgraph.checkpoint.otel.analysis.graph_structure import StructureSummary
 from langgraph.checkpoint.otel.analysis.hashing import StateHasher
 from langgraph.checkpoint.otel.analysis.records import Scope
 from langgraph.checkpoint.otel.bounded import BoundedDict
 from langgraph.checkpoint.otel.core.agent_events import AgentEvents, Pause
 from langgraph.checkpoint.otel.core.calls import config_attributes
+from langgraph.checkpoint.otel.core.graph_structures import structure_of
 from langgraph.checkpoint.otel.core.peers import peer_span
 from langgraph.checkpoint.otel.core.scope_state import (
     Lineage,
@@ -43,7 +44,6 @@ from langgraph.checkpoint.otel.core.scope_state import (
     nearest,
     scope_of,
 )
-from langgraph.checkpoint.otel.core.structures import structure_of
 from langgraph.checkpoint.otel.core.telemetry import RunTrace, Telemetry
 
 
@@ -64,12 +64,12 @@ def run_attributes(config: RunnableConfig | None, graph_name: str | None) -> dic
 
 
 @dataclass(slots=True)
-class Run:
+class ActiveRun:
     """A graph run in progress on one (thread, namespace): its trace and its loop."""
 
     scope: Scope
     trace: RunTrace
-    loop: LoopRun
+    loop: LoopEntry
     task_outcomes: Counter[tuple[str, str]] = field(default_factory=Counter)
     """(node, outcome) -> pending-write calls, recorded when the run ends (one measurement
     per pair instead of one per call)."""
@@ -87,7 +87,7 @@ class Run:
     """The run was cancelled: saves its loop had submitted may still finish after its end."""
 
 
-class Runs:
+class ActiveRuns:
     """The runs in progress through one instrumented saver."""
 
     def __init__(
@@ -103,12 +103,12 @@ class Runs:
         self._states = states
         self._hasher = hasher
         self._lock = threading.Lock()
-        self._runs: BoundedDict[Scope, Run] = BoundedDict(max_runs)
-        self._displaced: BoundedDict[Scope, list[Run]] = BoundedDict(max_runs)
+        self._runs: BoundedDict[Scope, ActiveRun] = BoundedDict(max_runs)
+        self._displaced: BoundedDict[Scope, list[ActiveRun]] = BoundedDict(max_runs)
         """Runs still in progress on a scope where a later run began (two runs of one thread
         at once), oldest first."""
 
-    def begin(self, config: RunnableConfig, loop: LoopRun) -> RunTrace:
+    def begin(self, config: RunnableConfig, loop: LoopEntry) -> RunTrace:
         """Open the run's trace and keep it for the spans of its scope until the loop exits."""
         scope = scope_of(config)
         attributes = run_attributes(config, loop.graph_name)
@@ -128,7 +128,7 @@ class Runs:
             activate=not loop.is_async,
             adopt=not scope[1],
         )
-        run = Run(scope, run_trace, loop, structure=structure)
+        run = ActiveRun(scope, run_trace, loop, structure=structure)
         loop.owner = run
         with self._lock:
             earlier = self._runs.get(scope)
@@ -148,7 +148,7 @@ class Runs:
         return run_trace
 
     def _end(
-        self, scope: Scope, run: Run, outcome: RunOutcome, error: BaseException | None
+        self, scope: Scope, run: ActiveRun, outcome: RunOutcome, error: BaseException | None
     ) -> None:
         with self._lock:
             if run.ended:
@@ -180,7 +180,7 @@ class Runs:
         self._telemetry.end_run(run.trace, outcome, error)
         self._telemetry.measurements.run_ended()
 
-    def _report_pauses(self, scope: Scope, run: Run) -> None:
+    def _report_pauses(self, scope: Scope, run: ActiveRun) -> None:
         """`gen_ai.agent.paused` for each interrupt the root run stopped at; a static interrupt
         (`interrupt_before` / `after`) has no id: its checkpoint is the pause."""
         assert self._events is not None
@@ -214,7 +214,7 @@ class Runs:
             run = nearest(self._runs, scope)
         return run.loop.graph_name if run is not None else None
 
-    def writer(self, scope: Scope, checkpoint_id: str) -> Run | None:
+    def writer(self, scope: Scope, checkpoint_id: str) -> ActiveRun | None:
         """The run writing a save (a put, or pending writes on `checkpoint_id`) in `scope`.
 
         The run whose loop submitted the save (LangGraph's own fact, see `writing_run`), even
@@ -224,7 +224,7 @@ class Runs:
         scope's run, if one is in progress.
         """
         owner = getattr(writing_run(), "owner", None)
-        if isinstance(owner, Run) and owner.scope == scope:
+        if isinstance(owner, ActiveRun) and owner.scope == scope:
             return owner
         with self._lock:
             run = self._runs.get(scope)
@@ -256,7 +256,7 @@ class Runs:
             run = self._runs.get((scope[0], ""))
             return run.execution_id if run is not None else None
 
-    def execution_of(self, run: Run, checkpoint_id: str) -> str:
+    def execution_of(self, run: ActiveRun, checkpoint_id: str) -> str:
         """The execution of the run writing `checkpoint_id`: its own, or one it starts now."""
         with self._lock:
             if run.execution_id is None:
@@ -274,13 +274,13 @@ class Runs:
             run = nearest(self._runs, scope)
         return run.trace if run is not None else None
 
-    def loop_of(self, scope: Scope) -> LoopRun | None:
+    def loop_of(self, scope: Scope) -> LoopEntry | None:
         """The loop of the run in `scope`, if one is in progress."""
         with self._lock:
             run = self._runs.get(scope)
         return run.loop if run is not None else None
 
-    def count_task(self, run: Run | None, node: str, outcome: str) -> None:
+    def count_task(self, run: ActiveRun | None, node: str, outcome: str) -> None:
         """Count a pending-writes call: on its run while in progress (recorded when the run
         ends), else now."""
         if run is not None:
@@ -290,7 +290,7 @@ class Runs:
                     return
         self._telemetry.count_task_outcome(node, outcome)
 
-    def note_lineage(self, run: Run | None, lineage: Lineage) -> None:
+    def note_lineage(self, run: ActiveRun | None, lineage: Lineage) -> None:
         """The thread's line at the last put of a root graph's run."""
         if run is None or run.scope[1]:
             return

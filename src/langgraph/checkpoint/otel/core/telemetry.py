@@ -1,4 +1,5 @@
-"""Spans, events and metrics: the only module that talks to OpenTelemetry.
+"""Spans, events and metrics: with `instruments` (the metric instruments, created from a meter),
+the only module that talks to OpenTelemetry.
 
 Every call into OpenTelemetry goes through `Telemetry.guard`, so a raising span processor,
 exporter or meter is logged once and never reaches the graph. Exceptions raised by the code
@@ -35,6 +36,7 @@ from opentelemetry.util.types import AttributeValue
 
 from langgraph.checkpoint.otel import names
 from langgraph.checkpoint.otel.analysis.carrier import TraceContext
+from langgraph.checkpoint.otel.core.instruments import Instruments
 from langgraph.checkpoint.otel.core.measurements import NO_EXEMPLAR, Measurements
 from langgraph.checkpoint.otel.core.peers import names_graph_runs
 
@@ -48,23 +50,6 @@ try:
 except PackageNotFoundError:  # pragma: no cover - running from a source tree
     PACKAGE_VERSION = "0+unknown"
 
-
-DURATION_BUCKETS: tuple[float, ...] = (
-    0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0,
-    2.5, 5.0, 10.0,
-)  # fmt: skip
-"""Seconds: checkpointer calls take from tens of microseconds (in memory) to seconds."""
-RUN_DURATION_BUCKETS: tuple[float, ...] = (
-    0.01, 0.02, 0.04, 0.08, 0.16, 0.32, 0.64, 1.28, 2.56, 5.12, 10.24, 20.48, 40.96, 81.92,
-    163.84, 327.68, 655.36,
-)  # fmt: skip
-"""Seconds: a graph run takes from milliseconds (no model) to minutes (many model calls)."""
-SIZE_BUCKETS: tuple[float, ...] = tuple(float(4**k) for k in range(4, 16))
-"""Bytes: 256 B to 1 GiB in powers of 4."""
-CHECKPOINT_COUNT_BUCKETS: tuple[float, ...] = (
-    1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10_000, 20_000, 50_000, 100_000,
-)  # fmt: skip
-"""Checkpoints per thread."""
 
 _FAULTS_LOGGED: set[tuple[str, type[BaseException]]] = set()
 _FAULTS_LOCK = threading.Lock()
@@ -444,7 +429,8 @@ def _span_context(context: TraceContext) -> trace.SpanContext:
 
 
 class Telemetry:
-    """Tracer, instruments and fault handling for one instrumented saver."""
+    """Tracer, instruments (`instruments.Instruments`) and fault handling for one instrumented
+    saver."""
 
     def __init__(
         self,
@@ -464,70 +450,8 @@ class Telemetry:
         self.tracer = trace.get_tracer(
             names.SCOPE, PACKAGE_VERSION, tracer_provider=tracer_provider
         )
-        meter = metrics.get_meter(names.SCOPE, PACKAGE_VERSION, meter_provider=meter_provider)
-        self.duration = meter.create_histogram(
-            names.METRIC_OPERATION_DURATION,
-            unit="s",
-            description="Duration of checkpointer operations.",
-            explicit_bucket_boundaries_advisory=DURATION_BUCKETS,
-        )
-        self.run_duration = meter.create_histogram(
-            names.METRIC_RUN_DURATION,
-            unit="s",
-            description="Duration of graph runs (GenAI conventions: agent invocations).",
-            explicit_bucket_boundaries_advisory=RUN_DURATION_BUCKETS,
-        )
-        self.checkpoint_size = meter.create_histogram(
-            names.METRIC_CHECKPOINT_SIZE,
-            unit="By",
-            description="Serialized size of the whole state at each checkpoint write.",
-            explicit_bucket_boundaries_advisory=SIZE_BUCKETS,
-        )
-        self.channel_size = meter.create_histogram(
-            names.METRIC_CHANNEL_SIZE,
-            unit="By",
-            description="Serialized size of each channel changed by a checkpoint write.",
-            explicit_bucket_boundaries_advisory=SIZE_BUCKETS,
-        )
-        self.resumes = meter.create_counter(
-            names.METRIC_RESUMES, unit="{resume}", description="Runs resumed from a checkpoint."
-        )
-        self.divergences = meter.create_counter(
-            names.METRIC_DIVERGENCES,
-            unit="{divergence}",
-            description="Divergences found after a resume or replay.",
-        )
-        self.task_outcomes = meter.create_counter(
-            names.METRIC_TASK_OUTCOMES,
-            unit="{task}",
-            description="Pending-write calls by node and outcome.",
-        )
-        self.thread_checkpoints = meter.create_histogram(
-            names.METRIC_THREAD_CHECKPOINTS,
-            unit="{checkpoint}",
-            description="Checkpoints in a thread's line at the last write of each run.",
-            explicit_bucket_boundaries_advisory=CHECKPOINT_COUNT_BUCKETS,
-        )
-        self.thread_written = meter.create_histogram(
-            names.METRIC_THREAD_WRITTEN,
-            unit="By",
-            description="Bytes written along a thread's line at the last write of each run.",
-            explicit_bucket_boundaries_advisory=SIZE_BUCKETS,
-        )
-        self.schema_mismatches = meter.create_counter(
-            names.METRIC_SCHEMA_MISMATCHES,
-            unit="{resume}",
-            description="Resumes of a checkpoint written under another schema version.",
-        )
-        self.graph_changes = meter.create_counter(
-            names.METRIC_GRAPH_CHANGES,
-            unit="{resume}",
-            description="Resumes of a checkpoint written under another graph structure.",
-        )
-        self.concurrent_writes = meter.create_counter(
-            names.METRIC_CONCURRENT_WRITES,
-            unit="{checkpoint}",
-            description="Checkpoints whose parent already has a child written by another run.",
+        self.instruments = Instruments(
+            metrics.get_meter(names.SCOPE, PACKAGE_VERSION, meter_provider=meter_provider)
         )
 
     # --- fault handling ---------------------------------------------------------------------
@@ -688,7 +612,7 @@ class Telemetry:
         measured = dict(run_span.measured)
         if error is not None:
             measured[names.ERROR_TYPE] = _error_type(error)
-        self.measurements.take(self.run_duration.record, seconds, measured)
+        self.measurements.take(self.instruments.run_duration.record, seconds, measured)
 
     def finish(self, op: Operation, started: float, error: BaseException | None) -> None:
         """End an operation: status, span end, duration metric. Never raises."""
@@ -716,7 +640,10 @@ class Telemetry:
             if op.recording:  # the exemplar names the operation's own span
                 exemplar = trace.set_span_in_context(op.span)
         self.measurements.take(
-            self.duration.record, elapsed if inner is None else inner, attributes, exemplar
+            self.instruments.duration.record,
+            elapsed if inner is None else inner,
+            attributes,
+            exemplar,
         )
 
     # --- measurements -----------------------------------------------------------------------
@@ -725,44 +652,48 @@ class Telemetry:
         """Record the state size and the size of each changed channel (the channel-size
         histogram's sum is the bytes written per channel)."""
         take = self.measurements.take
-        take(self.checkpoint_size.record, state_size, self._saver_attributes)
+        take(self.instruments.checkpoint_size.record, state_size, self._saver_attributes)
         for channel, size in channel_sizes:
-            take(self.channel_size.record, size, {names.CHANNEL_NAME: channel})
+            take(self.instruments.channel_size.record, size, {names.CHANNEL_NAME: channel})
 
     def record_thread_growth(self, checkpoints: int, written_bytes: int) -> None:
         """Record a thread's line (checkpoints, bytes written) as its run ends."""
         take = self.measurements.take
-        take(self.thread_checkpoints.record, checkpoints, self._saver_attributes)
-        take(self.thread_written.record, written_bytes, self._saver_attributes)
+        take(self.instruments.thread_checkpoints.record, checkpoints, self._saver_attributes)
+        take(self.instruments.thread_written.record, written_bytes, self._saver_attributes)
 
     def count_schema_mismatch(self, written: str, running: str) -> None:
         """Count one resume of a checkpoint written under schema version `written`."""
         self.measurements.take(
-            self.schema_mismatches.add,
+            self.instruments.schema_mismatches.add,
             1,
             {names.SCHEMA_WRITTEN_VERSION: written, names.SCHEMA_RUNNING_VERSION: running},
         )
 
     def count_graph_change(self, graph_name: str | None) -> None:
         """Count one resume of a checkpoint written under another graph structure."""
-        self.measurements.take(self.graph_changes.add, 1, _graph_attributes(graph_name))
+        self.measurements.take(self.instruments.graph_changes.add, 1, _graph_attributes(graph_name))
 
     def count_concurrent_write(self, graph_name: str | None) -> None:
         """Count one checkpoint written beside another run's child of its parent."""
-        self.measurements.take(self.concurrent_writes.add, 1, _graph_attributes(graph_name))
+        self.measurements.take(
+            self.instruments.concurrent_writes.add, 1, _graph_attributes(graph_name)
+        )
 
     def count_resume(self, kind: str) -> None:
         """Count one resume by kind."""
-        self.measurements.take(self.resumes.add, 1, {names.RESUME_KIND: kind})
+        self.measurements.take(self.instruments.resumes.add, 1, {names.RESUME_KIND: kind})
 
     def count_divergence(self, kind: str) -> None:
         """Count one divergence finding by kind."""
-        self.measurements.take(self.divergences.add, 1, {names.DIVERGENCE_KIND: kind})
+        self.measurements.take(self.instruments.divergences.add, 1, {names.DIVERGENCE_KIND: kind})
 
     def count_task_outcome(self, node: str, outcome: str, calls: int = 1) -> None:
         """Count pending-writes calls by node and outcome."""
         self.measurements.take(
-            self.task_outcomes.add, calls, {names.TASK_NODE: node, names.TASK_OUTCOME: outcome}
+            self.instruments.task_outcomes.add,
+            calls,
+            {names.TASK_NODE: node, names.TASK_OUTCOME: outcome},
         )
 
 

@@ -44,7 +44,7 @@ from langgraph.checkpoint.otel.analysis.release_risks import (
     summarize_reasons,
 )
 from langgraph.checkpoint.otel.analysis.stored_metadata import read_stored_telemetry
-from langgraph.checkpoint.otel.core.structures import structure_of
+from langgraph.checkpoint.otel.core.graph_structures import structure_of
 from langgraph.checkpoint.otel.migrations import Migrations, SchemaMigrationError
 from langgraph.checkpoint.otel.tools.inspector import model
 from langgraph.checkpoint.otel.tools.inspector.sources import SourceError, Sources

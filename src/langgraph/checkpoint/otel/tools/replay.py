@@ -69,8 +69,8 @@ from langgraph.checkpoint.otel.analysis.resume_kinds import (
 )
 from langgraph.checkpoint.otel.analysis.stored_metadata import read_stored_telemetry
 from langgraph.checkpoint.otel.analysis.tool_calls import tool_call_key
-from langgraph.checkpoint.otel.core.instrument import instrument
 from langgraph.checkpoint.otel.core.saver import astored_history, stored_history
+from langgraph.checkpoint.otel.core.wrapping import instrument
 from langgraph.checkpoint.otel.options import DivergencePolicy
 
 START_CHANNEL = "__start__"

@@ -22,7 +22,7 @@ MAX_IN_FLIGHT_THREADS = 1024
 MAX_IN_FLIGHT_PER_THREAD = 64
 
 
-class ToolCallRegistry:
+class RequestedTools:
     """Tool calls by call id, and calls in flight when a thread's last run stopped."""
 
     def __init__(
@@ -71,5 +71,5 @@ class ToolCallRegistry:
             self._in_flight.clear()
 
 
-TOOL_CALLS = ToolCallRegistry()
+TOOL_CALLS = RequestedTools()
 """The process's registry, shared by every instrumented saver."""

@@ -61,8 +61,8 @@ from langgraph.checkpoint.otel import names
 from langgraph.checkpoint.otel._langgraph.formats import task_checkpoint_id
 from langgraph.checkpoint.otel.analysis.text_bounds import bounded_text, key_text
 from langgraph.checkpoint.otel.analysis.tool_calls import tool_call_key
+from langgraph.checkpoint.otel.core.requested_tools import TOOL_CALLS
 from langgraph.checkpoint.otel.core.telemetry import PACKAGE_VERSION, log_fault
-from langgraph.checkpoint.otel.core.tool_registry import TOOL_CALLS
 
 __all__ = ["ToolKeySpanProcessor", "add_tool_key_processor", "record_tool_start"]
 
