@@ -50,12 +50,14 @@ EXTRAS = "sqlite,postgres,redis,otlp,inspector"
 
 TESTS = [
     "tests/test_langgraph_internals.py",
+    "tests/test_saver_drift.py",
     "tests/test_transparency.py",
     "tests/test_agents.py",
     "tests/test_agents_packaged.py",
     "tests/test_cancelled_runs.py",
 ]
-"""The default selection: LangGraph's internals the library reads, the wrapper's transparency,
+"""The default selection: LangGraph's internals the library reads (and their signatures, with
+`BaseCheckpointSaver`'s, against what the wrapper delegates), the wrapper's transparency,
 the agent corpus, the packaged agents (deepagents, langgraph-supervisor, langgraph-swarm) and
 the attribution of a cancelled run's saves (it follows LangGraph's loop submissions)."""
 
