@@ -22,6 +22,7 @@ activity, lineage, stored hashes), so it is the upper bound of what hashing cost
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import gc
 import json
 import random
@@ -57,14 +58,18 @@ def _no_hashing(saver: Any) -> None:
 
 def _no_events(saver: Any) -> None:
     puts = saver.observer._puts
-    puts._channel_events = lambda *args, **kwargs: None
-    puts._tool_call_events = lambda *args, **kwargs: None
+    gather = puts.gather
+
+    def without_events(*args: Any, **kwargs: Any) -> Any:
+        facts = gather(*args, **{**kwargs, "recording": False})
+        return dataclasses.replace(facts, requested_tools=())
+
+    puts.gather = without_events
 
 
 def _no_tool_activity(saver: Any) -> None:
-    puts = saver.observer._puts
-    puts._added_tool_activity = lambda *args, **kwargs: None
-    puts._step_tools = lambda *args, **kwargs: (None, None)
+    saver.observer._puts._added_tool_activity = lambda *args, **kwargs: None
+    saver.observer._states.step_tools = lambda *args, **kwargs: (None, None)
 
 
 def _no_nodes(saver: Any) -> None:
@@ -72,7 +77,7 @@ def _no_nodes(saver: Any) -> None:
 
 
 def _no_put_report(saver: Any) -> None:
-    saver.observer._puts.describe_put = lambda *args, **kwargs: None
+    saver.observer._describe_put = lambda *args, **kwargs: None
 
 
 PARTS: dict[str, tuple[str, Callable[[Any], None]]] = {

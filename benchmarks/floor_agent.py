@@ -33,7 +33,7 @@ from langgraph.checkpoint.sqlite import SqliteSaver  # noqa: E402
 import agents  # noqa: E402
 from langgraph.checkpoint.otel import instrument  # noqa: E402
 from langgraph.checkpoint.otel.analysis import hashing  # noqa: E402
-from langgraph.checkpoint.otel.core import put_report  # noqa: E402
+from langgraph.checkpoint.otel.core import put_facts  # noqa: E402
 
 
 class ConstantHasher(hashing.StateHasher):
@@ -70,7 +70,7 @@ def main() -> int:
 
     floor = wrapped("floor.db")
     floor.observer._hasher.__class__ = ConstantHasher
-    put_report.summarize = lambda value, previous: "list: 1 item"  # this process only
+    put_facts.summarize = lambda value, previous: "list: 1 item"  # this process only
     graphs = {
         "bare": agents.react_agent(saver("bare.db")),
         "instrumented": agents.react_agent(wrapped("ours.db")),

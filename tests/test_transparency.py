@@ -853,13 +853,17 @@ def _mutate_values(original: Callable[..., Any]) -> Callable[..., Any]:
 def test_comparison_catches_a_leaky_wrapper(
     fault: str, tmp_path: Path, otel: OTel, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from langgraph.checkpoint.otel.core.put_report import PutReporter
+    from langgraph.checkpoint.otel.core.observer import CheckpointObserver
     from langgraph.checkpoint.otel.core.saver import InstrumentedSaver
 
     if fault == "extra metadata key":
-        monkeypatch.setattr(PutReporter, "describe_put", _leak_metadata(PutReporter.describe_put))
+        monkeypatch.setattr(
+            CheckpointObserver, "_describe_put", _leak_metadata(CheckpointObserver._describe_put)
+        )
     elif fault == "values mutated":
-        monkeypatch.setattr(PutReporter, "describe_put", _mutate_values(PutReporter.describe_put))
+        monkeypatch.setattr(
+            CheckpointObserver, "_describe_put", _mutate_values(CheckpointObserver._describe_put)
+        )
     else:  # a wrapper that does not forward get_next_version (int versions)
         monkeypatch.setattr(
             InstrumentedSaver, "get_next_version", BaseCheckpointSaver.get_next_version

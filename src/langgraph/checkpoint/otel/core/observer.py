@@ -2,8 +2,9 @@
 
 The saver wraps each delegated call in one of the context managers below, which tie together
 the jobs of their own modules: `scope_state` (what is remembered per thread and namespace),
-`runs` (a run from its load to its loop's exit), `put_report` (what a write reports) and
-`resumes` (what a load reports). They never raise on their own account: every fault is caught
+`runs` (a run from its load to its loop's exit), `put_facts` and `put_span` (what a write is,
+and its telemetry), `load_facts` and `load_span` (the same for a load), `pending_writes` and
+`migrating`. They never raise on their own account: every fault is caught
 by `Telemetry.guard` and the call goes on.
 """
 
@@ -16,7 +17,12 @@ from contextvars import ContextVar
 from typing import Any
 
 from langchain_core.runnables import RunnableConfig
-from langgraph.checkpoint.base import ChannelVersions, Checkpoint, CheckpointMetadata
+from langgraph.checkpoint.base import (
+    ChannelVersions,
+    Checkpoint,
+    CheckpointMetadata,
+    CheckpointTuple,
+)
 from opentelemetry import trace
 from opentelemetry._logs import LoggerProvider
 from opentelemetry.metrics import MeterProvider
@@ -38,16 +44,15 @@ from langgraph.checkpoint.otel.core.calls import (
     PutCall,
     config_attributes,
 )
-from langgraph.checkpoint.otel.core.put_report import PutReporter, writes_attributes
-from langgraph.checkpoint.otel.core.resumes import ResumeReporter
+from langgraph.checkpoint.otel.core.load_facts import LoadWitness, loaded_facts
+from langgraph.checkpoint.otel.core.load_span import report_load
+from langgraph.checkpoint.otel.core.migrating import Migrator
+from langgraph.checkpoint.otel.core.pending_writes import task_of, writes_attributes
+from langgraph.checkpoint.otel.core.put_facts import PutWitness
+from langgraph.checkpoint.otel.core.put_span import report_put, stored_telemetry
 from langgraph.checkpoint.otel.core.runs import ActiveRun, ActiveRuns
 from langgraph.checkpoint.otel.core.scope_state import ScopeStates, scope_of
-from langgraph.checkpoint.otel.core.telemetry import (
-    PACKAGE_VERSION,
-    Operation,
-    RunTrace,
-    Telemetry,
-)
+from langgraph.checkpoint.otel.core.telemetry import PACKAGE_VERSION, Operation, RunTrace, Telemetry
 from langgraph.checkpoint.otel.core.watch import DivergenceWatch
 from langgraph.checkpoint.otel.options import InstrumentOptions
 
@@ -81,18 +86,10 @@ class CheckpointObserver:
         self._runs = ActiveRuns(
             self.telemetry, self._states, self._hasher, options.hash_cache_size, self._events
         )
-        self._puts = PutReporter(
-            options, self.telemetry, self._states, self._runs, self._hasher, self._watch
-        )
-        self._resumes = ResumeReporter(
-            options,
-            self.telemetry,
-            self._states,
-            self._runs,
-            self._hasher,
-            self._watch,
-            self._events,
-        )
+        witnessed = (options, self._states, self._runs, self._hasher, self._watch)
+        self._puts = PutWitness(*witnessed, self.telemetry.guard)
+        self._loads = LoadWitness(*witnessed, self.telemetry.guard)
+        self._migrator = Migrator(options, self.telemetry, self._states, self._hasher)
 
     def forget_threads(self, thread_ids: Iterable[Any]) -> None:
         """Drop what is kept of these threads (after `delete_thread`, `prune`)."""
@@ -147,13 +144,15 @@ class CheckpointObserver:
         writer = self._runs.writer(scope, str(checkpoint.get("id", "")))
         run = self._in_run(writer, scope, attributes)
         if self.options.migrations is not None:
-            self.telemetry.guard(
-                "store migrated", self._puts.store_migrated, call, scope, checkpoint
+            extra = self.telemetry.guard(
+                "store migrated", self._puts.migrated_versions, scope, checkpoint
             )
+            if extra is not None:
+                call.new_versions = {**extra, **call.new_versions}
         with self.telemetry.operation(names.SPAN_PUT, "put", attributes, run=run) as op:
             self.telemetry.guard(
                 "describe put",
-                self._puts.describe_put,
+                self._describe_put,
                 op,
                 call,
                 scope,
@@ -195,7 +194,8 @@ class CheckpointObserver:
         )
         task = self.telemetry.guard(
             "describe put_writes",
-            self._puts.task_of,
+            task_of,
+            self._states,
             config,
             scope,
             writes,
@@ -219,6 +219,52 @@ class CheckpointObserver:
             self._runs.count_task(writer, *task)
             if task[1] == "interrupt" and self._events is not None:
                 self.telemetry.guard("note pauses", self._runs.note_pauses, scope, config, writes)
+
+    def _describe_put(
+        self,
+        op: Operation,
+        call: PutCall,
+        scope: Scope,
+        config: RunnableConfig,
+        checkpoint: Checkpoint,
+        new_versions: ChannelVersions,
+        writer: ActiveRun | None,
+    ) -> None:
+        """A put's facts to its span and metrics; `call.metadata` gets the stored telemetry,
+        `call.findings` the divergences found. `writer`: the run writing it."""
+        facts = self._puts.gather(
+            scope,
+            config,
+            checkpoint,
+            call.metadata,
+            new_versions,
+            writer,
+            recording=op.recording,
+            # a strict mode needs the detectors, which need the hashes
+            hash_state=op.recording
+            or self.telemetry.metrics_recording()
+            or self.options.on_divergence is not None,
+            trace_context=op.trace_context(),
+        )
+        call.findings = list(facts.findings)
+        report_put(op, self.telemetry, facts, self.options.max_channel_events)
+        stored = stored_telemetry(facts)
+        if stored is not None:
+            call.metadata = {**call.metadata, names.METADATA_KEY: stored.to_metadata()}  # type: ignore[typeddict-unknown-key]
+
+    def _describe_load(self, call: LoadCall, result: Any, latest: Any) -> None:
+        """A load's facts to its span and metrics; a run's load becomes a resume span."""
+        op = call.op
+        if op is None or result is None:
+            return
+        if not isinstance(result, CheckpointTuple):
+            report_load(op, self.telemetry, loaded_facts(result), None, None)
+            return
+        run = call.run if call.config is not None else None
+        facts, call.walk = self._loads.gather(result, run, latest)
+        if facts.resume is not None:
+            call.migration = facts.resume.migration
+        report_load(op, self.telemetry, facts, call.run_trace, self._events)
 
     def _in_run(
         self, writer: ActiveRun | None, scope: Scope, attributes: dict[str, AttributeValue]
@@ -260,8 +306,8 @@ class CheckpointObserver:
                 _run_start(run),
                 run_trace,
                 config,
-                _finish=self._resumes.describe_load,
-                _migrate=self._resumes.apply_migrations,
+                _finish=self._describe_load,
+                _migrate=self._migrator.apply,
                 _started=time.perf_counter(),
             )
 

@@ -186,8 +186,7 @@ class ActiveRuns:
         assert self._events is not None
         pauses = list(run.pauses.values())
         if not pauses:
-            with self._states.lock:
-                seen = self._states.get(scope).last_checkpoint
+            seen = self._states.last_seen(scope)
             if seen is None:
                 return
             pauses = [Pause(seen.id, seen.id)]

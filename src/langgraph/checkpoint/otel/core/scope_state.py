@@ -60,17 +60,42 @@ class SeenCheckpoint:
 
 
 @dataclass(slots=True)
+class LoadNote:
+    """What a run's load leaves for the run's first put: the one hand-over between them."""
+
+    resume_kind: str
+    """The kind of the resume (see `analysis.resume_kinds`)."""
+    from_checkpoint_id: str
+    """The checkpoint the run resumed from."""
+    migrated: dict[str, Any] = field(default_factory=dict)
+    """Channels a migration changed -> their new versions, until the first put stores them."""
+
+    @property
+    def resumed_from(self) -> tuple[str, str]:
+        """(kind, checkpoint id): what the first put stores of the resume."""
+        return (self.resume_kind, self.from_checkpoint_id)
+
+
+@dataclass(frozen=True, slots=True)
+class PutHandover:
+    """What a put takes of its scope's state as it applies: the checkpoint put or loaded
+    before it, the nodes seen writing on its parent, and the resume it is the first put of."""
+
+    previous: SeenCheckpoint | None
+    writers: set[str]
+    resumed_from: tuple[str, str] | None
+
+
+@dataclass(slots=True)
 class ScopeState:
-    """One (thread, namespace)'s state between calls."""
+    """One (thread, namespace)'s state between calls (read and changed only by `ScopeStates`)."""
 
     last_checkpoint: SeenCheckpoint | None = None
     """The last checkpoint put or loaded (its `versions_seen` tell the nodes of the next put)."""
     writers: dict[str, set[str]] = field(default_factory=dict)
     """checkpoint id -> the nodes of the tasks seen writing on it, until a put applies them."""
-    resumed_from: tuple[str, str] | None = None
-    """(kind, checkpoint id) of the resume whose first put has not been seen yet."""
-    migrated: dict[str, Any] = field(default_factory=dict)
-    """channels a migration changed -> their new versions, until the next put stores them."""
+    load_note: LoadNote | None = None
+    """What the run's load left for its first put, until that put takes it."""
     lineages: BoundedDict[str, Lineage] = field(
         default_factory=lambda: BoundedDict(LINEAGE_CHECKPOINTS)
     )
@@ -88,31 +113,17 @@ class ScopeState:
     """(subgraph scopes) the tool activity of this run of the subgraph so far, from its first
     checkpoint (a resumed run continues from the loaded checkpoint's); None: unknown."""
 
-    def note_subgraph_tools(
-        self, checkpoint_id: str, namespace: str, activity: ToolActivity
-    ) -> None:
-        """The run of subgraph `namespace` that runs from `checkpoint_id` has, so far, requested
-        and answered these tool calls."""
-        self.subgraph_tools.setdefault(checkpoint_id, {})[namespace] = activity
-        while len(self.subgraph_tools) > WRITER_CHECKPOINTS:  # never applied
-            del self.subgraph_tools[next(iter(self.subgraph_tools))]
-
-    def note_writer(self, checkpoint_id: str, node: str) -> None:
-        """Task of `node` wrote on `checkpoint_id` (applied by that checkpoint's child)."""
-        self.writers.setdefault(checkpoint_id, set()).add(node)
-        while len(self.writers) > WRITER_CHECKPOINTS:  # writes never applied
-            del self.writers[next(iter(self.writers))]
-
 
 class ScopeStates:
-    """Every scope's `ScopeState`, bounded in number; `lock` guards the states' contents."""
+    """Every scope's `ScopeState`, bounded in number, behind one lock that never leaves it:
+    each method below is one whole change or read of a scope's state."""
 
     def __init__(self, max_scopes: int) -> None:
-        self.lock = threading.Lock()
+        self._lock = threading.Lock()
         self._states: BoundedDict[Scope, ScopeState] = BoundedDict(max_scopes)
 
-    def get(self, scope: Scope) -> ScopeState:
-        """`scope`'s state, made if new (call under `lock`)."""
+    def _get(self, scope: Scope) -> ScopeState:
+        """`scope`'s state, made if new (under the lock)."""
         state = self._states.get(scope)
         if state is None:
             self._states[scope] = state = ScopeState()
@@ -120,28 +131,161 @@ class ScopeStates:
             self._states.move_to_end(scope)  # in use: forgotten last
         return state
 
-    def peek(self, scope: Scope) -> ScopeState | None:
-        """`scope`'s state if known (call under `lock`)."""
-        return self._states.get(scope)
+    # --- loads ------------------------------------------------------------------------------
+
+    def loaded(
+        self,
+        scope: Scope,
+        checkpoint: Checkpoint,
+        note: LoadNote,
+        run_tools: ToolActivity | None,
+    ) -> None:
+        """A run's load of `checkpoint`: the next put's parent, what it hands over to the run's
+        first put and, for a subgraph's run, its tool activity so far."""
+        seen = SeenCheckpoint.of(checkpoint)
+        with self._lock:
+            state = self._get(scope)
+            state.last_checkpoint = seen
+            state.load_note = note
+            if scope[1]:
+                state.run_tools = run_tools
+
+    def note_migrated(self, scope: Scope, versions: dict[str, Any]) -> None:
+        """A migration changed these channels of the loaded checkpoint (-> new versions)."""
+        with self._lock:
+            note = self._get(scope).load_note
+            if note is not None:
+                note.migrated = versions
+
+    def take_migrated(self, scope: Scope) -> dict[str, Any]:
+        """The channels a migration changed, for the first put to store (once)."""
+        with self._lock:
+            state = self._states.get(scope)  # a peek: a scope is not made by this
+            note = state.load_note if state is not None else None
+            if note is None or not note.migrated:
+                return {}
+            migrated, note.migrated = note.migrated, {}
+            return migrated
+
+    def note_lineage(self, scope: Scope, checkpoint_id: str, lineage: Lineage) -> None:
+        """`checkpoint_id`'s line of ancestors (read from its stored telemetry)."""
+        with self._lock:
+            self._get(scope).lineages[checkpoint_id] = lineage
+
+    # --- puts -------------------------------------------------------------------------------
+
+    def begin_put(self, scope: Scope, checkpoint: Checkpoint, parent_id: str | None) -> PutHandover:
+        """A put of `checkpoint` applies: it is the scope's last checkpoint now, and takes the
+        writers on its parent and the load's note."""
+        seen = SeenCheckpoint.of(checkpoint)
+        with self._lock:
+            state = self._get(scope)
+            previous, state.last_checkpoint = state.last_checkpoint, seen
+            # consumed: the writes on the parent are applied by this put
+            writers = state.writers.pop(str(parent_id), set())
+            note, state.load_note = state.load_note, None
+        return PutHandover(previous, writers, note.resumed_from if note is not None else None)
+
+    def extend_lineage(
+        self, scope: Scope, checkpoint_id: str, parent_id: str | None, written: int
+    ) -> Lineage | None:
+        """The line of `checkpoint_id`: its parent's, one checkpoint and `written` bytes longer
+        (None: the parent's line is unknown, written without this library)."""
+        with self._lock:
+            lineages = self._get(scope).lineages
+            parent = (0, 0) if not parent_id else lineages.get(str(parent_id))
+            if parent is None:
+                return None
+            lineage = (parent[0] + 1, parent[1] + written)
+            lineages[checkpoint_id] = lineage
+        return lineage
+
+    def tool_requests(self, scope: Scope) -> Mapping[str, ToolCall]:
+        """The tool calls the scope's puts saw requested, by call id (read without the lock:
+        entries are only added, by `note_tool_requests`)."""
+        with self._lock:
+            return self._get(scope).tool_requests
+
+    def note_tool_requests(self, scope: Scope, requested: list[tuple[str, ToolCall]]) -> None:
+        """The scope's put saw these tool calls requested."""
+        with self._lock:
+            self._get(scope).tool_requests.update(
+                (call_id, call) for call_id, call in requested if call_id
+            )
+
+    def step_tools(
+        self,
+        scope: Scope,
+        parent_id: str | None,
+        metadata: Mapping[str, Any],
+        own: ToolActivity | None,
+    ) -> tuple[ToolActivity | None, ToolActivity | None]:
+        """The tool calls a put's step requested and answered, its subgraphs' included (None
+        when the messages it added, `own`, are unknown); and, for a subgraph's checkpoint,
+        those of the subgraph's run so far.
+
+        A subgraph's put notes its run's activity with the root checkpoint it runs from
+        (LangGraph's `parents` metadata), for the root put that applies the step to add: a
+        subgraph that a fork runs again, under a new namespace, is compared as part of that
+        step."""
+        thread_id, namespace = scope
+        with self._lock:
+            state = self._get(scope)
+            if namespace:
+                if not parent_id:
+                    state.run_tools = ToolActivity()  # the run's first checkpoint
+                if own is None and metadata.get("step") == 0:
+                    own = ToolActivity()  # the step applies the subgraph's input: none its own
+                so_far = state.run_tools = (
+                    None if own is None or state.run_tools is None else state.run_tools + own
+                )
+                root_checkpoint = (metadata.get("parents") or {}).get("")
+                if so_far is not None and root_checkpoint:
+                    root = self._get((thread_id, ""))
+                    root.subgraph_tools.setdefault(str(root_checkpoint), {})[namespace] = so_far
+                    while len(root.subgraph_tools) > WRITER_CHECKPOINTS:  # never applied
+                        del root.subgraph_tools[next(iter(root.subgraph_tools))]
+                return own, so_far
+            subgraphs = state.subgraph_tools.pop(str(parent_id), {})
+        for activity in subgraphs.values():
+            own = None if own is None else own.merge(activity)
+        return own, None
+
+    # --- pending writes ---------------------------------------------------------------------
+
+    def last_seen(self, scope: Scope) -> SeenCheckpoint | None:
+        """The last checkpoint put or loaded in `scope`."""
+        with self._lock:
+            return self._get(scope).last_checkpoint
+
+    def note_writer(self, scope: Scope, checkpoint_id: str, node: str) -> None:
+        """Task of `node` wrote on `checkpoint_id` (applied by that checkpoint's child)."""
+        with self._lock:
+            writers = self._get(scope).writers
+            writers.setdefault(checkpoint_id, set()).add(node)
+            while len(writers) > WRITER_CHECKPOINTS:  # writes never applied
+                del writers[next(iter(writers))]
+
+    # --- forgetting -------------------------------------------------------------------------
 
     def drop(self, scope: Scope) -> None:
         """Forget `scope` (its run ended)."""
-        with self.lock:
+        with self._lock:
             self._states.pop(scope, None)
 
     def forget(self, stale: Callable[[Scope], bool]) -> None:
         """Forget every scope that is `stale`."""
-        with self.lock:
+        with self._lock:
             self._states.evict(stale)
 
     def sizes(self) -> dict[str, int]:
         """Entries kept, by kind (for tests and diagnostics)."""
-        with self.lock:
+        with self._lock:
             states = list(self._states.values())
         return {
             "last_put": sum(s.last_checkpoint is not None for s in states),
             "writers": sum(len(s.writers) for s in states),
-            "resumed_from": sum(s.resumed_from is not None for s in states),
+            "resumed_from": sum(s.load_note is not None for s in states),
             "lineages": sum(len(s.lineages) for s in states),
         }
 
