@@ -9,7 +9,6 @@ Nothing here talks to OpenTelemetry.
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -182,17 +181,19 @@ class LoadWitness:
         self._hasher.adopt(scope, values, versions, hashes)
         loop = self._runs.loop_of(scope)
         if loop is not None:  # delta channels are rebuilt after the load
-            loop.after_entry(
-                functools.partial(
-                    self._guard,
+
+            def rebuilt(rebuilt_values: Mapping[str, Any]) -> None:
+                self._guard(
                     "delta channels of a resume",
                     self._loaded_delta,
                     scope,
                     resume,
                     versions,
                     hashes,
+                    rebuilt_values,
                 )
-            )
+
+            loop.after_entry(rebuilt)
         pending = interrupts_written(
             (channel, value) for _, channel, value in result.pending_writes or ()
         )

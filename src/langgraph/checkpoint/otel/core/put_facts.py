@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ParamSpec, Protocol, TypeVar
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import ChannelVersions, Checkpoint
@@ -44,8 +44,16 @@ from langgraph.checkpoint.otel.core.scope_state import Lineage, ScopeStates
 from langgraph.checkpoint.otel.core.watch import DivergenceWatch
 from langgraph.checkpoint.otel.options import InstrumentOptions
 
-Guard = Callable[..., Any]
-"""`Telemetry.guard`: runs a call, logging (once) and swallowing what it raises."""
+P = ParamSpec("P")
+T = TypeVar("T")
+
+
+class Guard(Protocol):
+    """`Telemetry.guard`: runs a call, logging (once) and swallowing what it raises."""
+
+    def __call__(
+        self, where: str, fn: Callable[P, T], *args: P.args, **kwargs: P.kwargs
+    ) -> T | None: ...
 
 
 @dataclass(frozen=True, slots=True)

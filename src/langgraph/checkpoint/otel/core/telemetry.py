@@ -14,8 +14,9 @@ import time
 import traceback
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from contextvars import Token
 from importlib.metadata import PackageNotFoundError, version
-from typing import Any, TypeVar
+from typing import Any, ParamSpec, TypeVar
 
 from opentelemetry import context as otel_context
 from opentelemetry import metrics, trace
@@ -43,6 +44,7 @@ from langgraph.checkpoint.otel.core.peers import names_graph_runs
 logger = logging.getLogger("langgraph.checkpoint.otel")
 
 T = TypeVar("T")
+P = ParamSpec("P")
 Attributes = Mapping[str, AttributeValue]
 
 try:
@@ -192,7 +194,7 @@ class Operation:
         self._attributes = attributes
         self._activate = activate
         self._run = run
-        self._token: object | None = None
+        self._token: Token[Context] | None = None
         self._started = 0.0
         self._inner: float | None = None
         self._recording = False
@@ -456,7 +458,7 @@ class Telemetry:
 
     # --- fault handling ---------------------------------------------------------------------
 
-    def guard(self, where: str, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T | None:
+    def guard(self, where: str, fn: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T | None:
         """Call `fn`; on any exception log it once per (where, type) and return None."""
         try:
             return fn(*args, **kwargs)
