@@ -39,7 +39,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 
 import helpers  # noqa: E402
 import scale_db  # noqa: E402
-from langgraph.checkpoint.otel.tools.inspector.thread_list import (  # noqa: E402
+from langgraph.checkpoint.otel.inspector.thread_list import (  # noqa: E402
     ThreadQuery,
     thread_sql,
 )
@@ -79,7 +79,7 @@ def sqlite_db(threads: int) -> tuple[Path, float | None]:
 
 PROBE = """
 import json, resource, sys
-from langgraph.checkpoint.otel.tools.inspector.cli import main
+from langgraph.checkpoint.otel.inspector.cli import main
 code = main(sys.argv[1:])
 peak = next(line for line in open("/proc/self/status") if line.startswith("VmHWM:"))
 cpu = resource.getrusage(resource.RUSAGE_SELF)

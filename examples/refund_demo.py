@@ -67,20 +67,16 @@ from refund_agent import (
     money,
 )
 
-from langgraph.checkpoint.otel import (
-    DivergencePolicy,
-    Finding,
+from langgraph.checkpoint.otel import DivergencePolicy, instrument, names
+from langgraph.checkpoint.otel.analysis import Finding, divergences, history_records
+from langgraph.checkpoint.otel.export import (
     HistogramPoint,
     MetricPoint,
     NumberPoint,
     OtlpJsonMetricExporter,
     OtlpJsonSpanExporter,
     SpanRecord,
-    divergences,
-    history_records,
-    instrument,
     merge_histograms,
-    names,
     read_metrics,
     read_spans,
 )

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from agent import QUESTION, build_agent
 
-from langgraph.checkpoint.otel import ResumeChecker
+from langgraph.checkpoint.otel.testing import ResumeChecker
 
 
 def test_agent_resumes_at_every_step(resume_checker: ResumeChecker) -> None:

@@ -34,7 +34,7 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 
 from langgraph.checkpoint.otel import instrument
-from langgraph.checkpoint.otel.tools.otlp_json import OtlpJsonSpanExporter
+from langgraph.checkpoint.otel.export.otlp_json import OtlpJsonSpanExporter
 
 SERVICE_NAME = "crash-app"
 QUESTION = "approve?"

@@ -26,7 +26,7 @@ from opentelemetry.sdk.trace import TracerProvider
 
 from agents import Script, ScriptedChatModel, Turn, calls, question
 from langgraph.checkpoint.otel import instrument
-from langgraph.checkpoint.otel.tools.otlp_json import write_span_files
+from langgraph.checkpoint.otel.export.otlp_json import write_span_files
 
 THREAD = "support-ticket-8841-refund-request-for-order-A-1-from-customer-portal"
 GRAPH_NAME = "support_desk"

@@ -17,7 +17,8 @@ from typing import Any
 from langgraph.checkpoint.memory import InMemorySaver
 
 import graphs
-from langgraph.checkpoint.otel import Finding, instrument, names
+from langgraph.checkpoint.otel import instrument, names
+from langgraph.checkpoint.otel.analysis import Finding
 
 CONFIG: dict[str, Any] = {"configurable": {"thread_id": "t1"}}
 

@@ -36,7 +36,7 @@ import packaged_agents as pa
 from langgraph.checkpoint.otel import instrument
 from langgraph.checkpoint.otel.analysis.detectors import DivergencePolicy
 from langgraph.checkpoint.otel.core.tool_key_spans import record_tool_start
-from langgraph.checkpoint.otel.tools.otlp_json import OtlpJsonSpanExporter
+from langgraph.checkpoint.otel.export.otlp_json import OtlpJsonSpanExporter
 
 SERVICE_NAME = "packaged-crash-app"
 BATCH_DELAY_MS = 60_000

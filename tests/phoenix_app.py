@@ -53,7 +53,7 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 import agents
 from agent_crash_app import open_saver
 from langgraph.checkpoint.otel import instrument
-from langgraph.checkpoint.otel.tools.otlp_json import OtlpJsonSpanExporter
+from langgraph.checkpoint.otel.export.otlp_json import OtlpJsonSpanExporter
 
 SERVICE_NAME = "phoenix-app"
 PROJECT_ATTRIBUTE = "openinference.project.name"

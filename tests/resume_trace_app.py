@@ -21,7 +21,7 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 
 import agents
 from langgraph.checkpoint.otel import instrument
-from langgraph.checkpoint.otel.tools.otlp_json import OtlpJsonSpanExporter
+from langgraph.checkpoint.otel.export.otlp_json import OtlpJsonSpanExporter
 
 THREAD = "approval-thread"
 

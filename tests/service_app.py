@@ -176,7 +176,7 @@ class Desk:
         from opentelemetry.sdk.trace import TracerProvider
         from opentelemetry.sdk.trace.export import BatchSpanProcessor
 
-        from langgraph.checkpoint.otel.tools.otlp_json import OtlpJsonSpanExporter
+        from langgraph.checkpoint.otel.export.otlp_json import OtlpJsonSpanExporter
 
         provider = TracerProvider(resource=Resource.create({"service.name": "support-desk"}))
         if self.spans_file:

@@ -32,7 +32,7 @@ import agents
 import phoenix_app
 from agent_crash_app import open_saver
 from langgraph.checkpoint.otel import instrument, names
-from langgraph.checkpoint.otel.tools.otlp_json import SpanRecord
+from langgraph.checkpoint.otel.export.otlp_json import SpanRecord
 
 ANSWER = "approved"
 STEPS = (

@@ -59,8 +59,8 @@ from langgraph.checkpoint.otel import (
 )
 from langgraph.checkpoint.otel.analysis.detectors import DivergencePolicy, divergences
 from langgraph.checkpoint.otel.analysis.records import history_records
-from langgraph.checkpoint.otel.tools.otlp_json import SpanRecord, read_spans
-from langgraph.checkpoint.otel.tools.testing import check_resume
+from langgraph.checkpoint.otel.export.otlp_json import SpanRecord, read_spans
+from langgraph.checkpoint.otel.testing.harness import check_resume
 from spantree import render
 
 Saver = BaseCheckpointSaver[Any]

@@ -87,8 +87,8 @@ from langgraph.checkpoint.otel.analysis.hashing import combine_state_hash, diges
 from langgraph.checkpoint.otel.analysis.records import history_records
 from langgraph.checkpoint.otel.analysis.stored_metadata import read_stored_telemetry
 from langgraph.checkpoint.otel.analysis.text_bounds import repr_bytes
-from langgraph.checkpoint.otel.tools.inspector.cli import main as inspector
-from langgraph.checkpoint.otel.tools.otlp_json import read_spans
+from langgraph.checkpoint.otel.export.otlp_json import read_spans
+from langgraph.checkpoint.otel.inspector.cli import main as inspector
 from test_agents import (
     Driver,
     Run,

@@ -18,7 +18,7 @@ from typer.testing import CliRunner
 from graphs import LoadsTogether, slow_turns
 from helpers import OTel
 from langgraph.checkpoint.otel import instrument, names
-from langgraph.checkpoint.otel.tools.inspector.cli import app
+from langgraph.checkpoint.otel.inspector.cli import app
 
 APP = Path(__file__).with_name("concurrent_app.py")
 THREAD = "support-42"

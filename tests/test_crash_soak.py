@@ -26,7 +26,7 @@ from opentelemetry.sdk.trace import TracerProvider
 
 import soak_app
 from langgraph.checkpoint.otel import instrument, names
-from langgraph.checkpoint.otel.tools.otlp_json import SpanRecord, read_spans
+from langgraph.checkpoint.otel.export.otlp_json import SpanRecord, read_spans
 
 APP = Path(__file__).with_name("soak_app.py")
 TIMEOUT_S = 60

@@ -28,7 +28,7 @@ import pytest
 from crash_app import ANSWER, QUESTION, SERVICE_NAME, open_saver
 from helpers import fresh_database
 from langgraph.checkpoint.otel import names
-from langgraph.checkpoint.otel.tools.otlp_json import SpanRecord, read_spans
+from langgraph.checkpoint.otel.export.otlp_json import SpanRecord, read_spans
 
 APP = Path(__file__).with_name("crash_app.py")
 TIMEOUT_S = 60

@@ -242,7 +242,7 @@ def test_the_inspector_says_when_it_cannot_see_a_delta_channel(
     """A delta channel stores no value between snapshots: offline, only the hashes the wrapper
     stored describe it. Written without them, the inspector says so instead of showing an
     empty channel."""
-    from langgraph.checkpoint.otel.tools.inspector.cli import main
+    from langgraph.checkpoint.otel.inspector.cli import main
 
     path = tmp_path / "delta.sqlite"
     conn = sqlite3.connect(path, check_same_thread=False)

@@ -38,7 +38,7 @@ from refund_demo import (
 from langgraph.checkpoint.otel import names
 from langgraph.checkpoint.otel.analysis.detectors import divergences
 from langgraph.checkpoint.otel.analysis.records import history_records
-from langgraph.checkpoint.otel.tools.otlp_json import (
+from langgraph.checkpoint.otel.export.otlp_json import (
     HistogramPoint,
     NumberPoint,
     SpanRecord,
@@ -334,7 +334,7 @@ def test_every_inspector_command_works_on_the_demo_output(
 
     from refund_demo import FORK_THREAD, THREADS
 
-    from langgraph.checkpoint.otel.tools.inspector.cli import main
+    from langgraph.checkpoint.otel.inspector.cli import main
 
     sources = ["-s", f"sqlite:///{demo.out / 'demo.sqlite'}", "-s", str(demo.out)]
 

@@ -27,8 +27,9 @@ from typer.testing import CliRunner
 import release_app
 from crash_app import open_saver
 from helpers import OTel, fresh_database
-from langgraph.checkpoint.otel import instrument, names, replay_thread
-from langgraph.checkpoint.otel.tools.inspector.cli import app
+from langgraph.checkpoint.otel import instrument, names
+from langgraph.checkpoint.otel.inspector.cli import app
+from langgraph.checkpoint.otel.testing import replay_thread
 
 APP = Path(__file__).with_name("release_app.py")
 RELEASES = ("release_1", *release_app.CHANGES)

@@ -1,4 +1,4 @@
-"""The resume harness (`langgraph.checkpoint.otel.tools.testing`) on real graphs.
+"""The resume harness (`langgraph.checkpoint.otel.testing.harness`) on real graphs.
 
 Green on deterministic graphs (every superstep x both modes), red with a readable message on a
 node that writes random or time-based values, and on a tool-calling agent whose scripted model
@@ -27,7 +27,7 @@ from langgraph.prebuilt import ToolNode, tools_condition
 
 from langgraph.checkpoint.otel import instrument
 from langgraph.checkpoint.otel.analysis.detectors import DivergencePolicy
-from langgraph.checkpoint.otel.tools.testing import (
+from langgraph.checkpoint.otel.testing.harness import (
     ReferenceRunFailed,
     ResumeChecker,
     ResumeCheckFailed,

@@ -25,8 +25,8 @@ from psycopg.rows import dict_row
 
 import agents
 from langgraph.checkpoint.otel import instrument
-from langgraph.checkpoint.otel.tools.inspector.cli import main
-from langgraph.checkpoint.otel.tools.otlp_json import OtlpJsonSpanExporter, read_spans
+from langgraph.checkpoint.otel.export.otlp_json import OtlpJsonSpanExporter, read_spans
+from langgraph.checkpoint.otel.inspector.cli import main
 
 FORKED = "forked-thread"
 PLAIN = "plain-thread"

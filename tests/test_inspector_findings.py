@@ -14,10 +14,10 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 
 import agents
 from langgraph.checkpoint.otel import instrument, names
-from langgraph.checkpoint.otel.tools.inspector.report import render_report
-from langgraph.checkpoint.otel.tools.inspector.sources import open_sources
-from langgraph.checkpoint.otel.tools.inspector.views import build_report
-from langgraph.checkpoint.otel.tools.otlp_json import OtlpJsonSpanExporter
+from langgraph.checkpoint.otel.export.otlp_json import OtlpJsonSpanExporter
+from langgraph.checkpoint.otel.inspector.report import render_report
+from langgraph.checkpoint.otel.inspector.sources import open_sources
+from langgraph.checkpoint.otel.inspector.views import build_report
 
 
 def diverged_fork_without_events(spans_file: Path) -> str:

@@ -28,16 +28,16 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 
 import agents
 from langgraph.checkpoint.otel import instrument, names
-from langgraph.checkpoint.otel.tools.inspector.cli import main
-from langgraph.checkpoint.otel.tools.inspector.trace_links import (
+from langgraph.checkpoint.otel.export.otlp_json import OtlpJsonSpanExporter
+from langgraph.checkpoint.otel.inspector.cli import main
+from langgraph.checkpoint.otel.inspector.trace_links import (
     ENV,
     PLACEHOLDERS,
     TraceUrlError,
     TraceUrlTemplate,
     from_setting,
 )
-from langgraph.checkpoint.otel.tools.inspector.views import short_ids
-from langgraph.checkpoint.otel.tools.otlp_json import OtlpJsonSpanExporter
+from langgraph.checkpoint.otel.inspector.views import short_ids
 from test_report_browser import chromium, chromium_binary, parse
 
 REPO = Path(__file__).resolve().parents[1]

@@ -16,7 +16,7 @@ import pytest
 import agents
 from helpers import OTel
 from langgraph.checkpoint.otel import instrument
-from langgraph.checkpoint.otel.tools.inspector.cli import main
+from langgraph.checkpoint.otel.inspector.cli import main
 
 THREADS = ("t-redis-1", "t-redis-2")
 

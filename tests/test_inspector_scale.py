@@ -33,15 +33,15 @@ from psycopg.rows import dict_row
 import graphs
 import scale_db
 from langgraph.checkpoint.otel import instrument
-from langgraph.checkpoint.otel.tools.inspector import views
-from langgraph.checkpoint.otel.tools.inspector.cli import looks_like_source, main
-from langgraph.checkpoint.otel.tools.inspector.sources import Sources, open_sources
-from langgraph.checkpoint.otel.tools.inspector.thread_list import (
+from langgraph.checkpoint.otel.export.otlp_json import OtlpJsonSpanExporter
+from langgraph.checkpoint.otel.inspector import views
+from langgraph.checkpoint.otel.inspector.cli import looks_like_source, main
+from langgraph.checkpoint.otel.inspector.sources import Sources, open_sources
+from langgraph.checkpoint.otel.inspector.thread_list import (
     ThreadQuery,
     parse_since,
     thread_sql,
 )
-from langgraph.checkpoint.otel.tools.otlp_json import OtlpJsonSpanExporter
 
 BEFORE = ["job-1", "user-a-1", "user-b-1"]
 """Written first, oldest first."""

@@ -55,7 +55,7 @@ import session_app
 from chromium_cdp import Browser, Shot
 from helpers import in_ci
 from langgraph.checkpoint.otel import names
-from langgraph.checkpoint.otel.tools.otlp_json import SpanRecord, read_spans
+from langgraph.checkpoint.otel.export.otlp_json import SpanRecord, read_spans
 from mlflow_server import EXPERIMENT_HEADER, SESSION_METADATA, MlflowServer, MlflowUnavailable
 from test_report_browser import chromium_binary, colours, png_pixels
 

@@ -25,7 +25,7 @@ from opentelemetry.trace import Link, SpanKind, Status, StatusCode
 from opentelemetry.util.types import AttributeValue
 
 import langgraph.checkpoint.otel
-from langgraph.checkpoint.otel.tools.otlp_json import (
+from langgraph.checkpoint.otel.export.otlp_json import (
     HistogramPoint,
     NumberPoint,
     OtlpJsonError,
@@ -331,7 +331,7 @@ def test_core_library_does_not_import_this_module() -> None:
     """
     code = (
         "import sys, langgraph.checkpoint.otel\n"
-        "print([m for m in sys.modules if m == 'langgraph.checkpoint.otel.tools.otlp_json'\n"
+        "print([m for m in sys.modules if m == 'langgraph.checkpoint.otel.export.otlp_json'\n"
         "       or m.startswith(('opentelemetry.exporter', 'google.protobuf.json_format'))])\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
@@ -340,8 +340,14 @@ def test_core_library_does_not_import_this_module() -> None:
     package = Path(langgraph.checkpoint.otel.__file__).parent
     offenders = []
     for module in sorted(package.rglob("*.py")):
-        if module.relative_to(package).parts[0] in ("tools", "__main__.py"):
-            continue  # the tools (demo, OTLP JSON files, harness, inspector) may use the SDK
+        if module.relative_to(package).parts[0] in (
+            "testing",
+            "export",
+            "inspector",
+            "__main__.py",
+        ):
+            continue  # the packages built on the wrapper (harness, OTLP JSON files, inspector)
+            # may use the SDK
         tree = ast.parse(module.read_text())
         typing_only = {  # `if TYPE_CHECKING:` imports (the root's lazy re-exports) never run
             id(inner)
@@ -363,6 +369,10 @@ def test_core_library_does_not_import_this_module() -> None:
                 f"{module.name}: {name}"
                 for name in imported
                 if name.startswith(("opentelemetry.sdk", "opentelemetry.exporter"))
-                or name.startswith("langgraph.checkpoint.otel.tools")
+                or name.startswith(
+                    tuple(
+                        f"langgraph.checkpoint.otel.{p}" for p in ("testing", "export", "inspector")
+                    )
+                )
             ]
     assert offenders == []

@@ -66,7 +66,7 @@ def test_the_wheel_carries_the_package_and_its_entry_points(
     package = ROOT / "src" / PACKAGE
     modules = sorted(str(p.relative_to(package)) for p in package.rglob("*.py"))
     assert modules and all(f"{PACKAGE}/{m}" in wheel_files for m in modules)
-    assert f"{PACKAGE}/tools/inspector/templates/report.html.j2" in wheel_files
+    assert f"{PACKAGE}/inspector/templates/report.html.j2" in wheel_files
     assert f"{PACKAGE}/py.typed" in wheel_files
     assert not [f for f in wheel_files if f.startswith("tests/") or "/tests/" in f]
     top = {f.split("/", 1)[0] for f in wheel_files}
@@ -76,8 +76,8 @@ def test_the_wheel_carries_the_package_and_its_entry_points(
         text = whl.read(entry_points).decode()
     assert "[opentelemetry_instrumentor]" in text
     assert "langgraph_checkpoint = langgraph.checkpoint.otel.core.instrumentor:" in text
-    assert "[pytest11]" in text and "langgraph.checkpoint.otel.tools.pytest_plugin" in text
-    assert "langgraph-otel = langgraph.checkpoint.otel.tools.inspector.cli:console_script" in text
+    assert "[pytest11]" in text and "langgraph.checkpoint.otel.testing.pytest_plugin" in text
+    assert "langgraph-otel = langgraph.checkpoint.otel.inspector.cli:console_script" in text
     assert any(f.endswith(".dist-info/licenses/LICENSE") for f in wheel_files)
 
 
@@ -105,7 +105,7 @@ def test_the_license_is_mit() -> None:
 def test_the_wheel_carries_no_demo(wheel_files: list[str]) -> None:
     """The demo and its agent live in examples/ (`make demo`), not in what users install."""
     assert not [f for f in wheel_files if "demo" in f.rsplit("/", 1)[-1]]
-    assert f"{PACKAGE}/tools/pytest_plugin.py" in wheel_files
+    assert f"{PACKAGE}/testing/pytest_plugin.py" in wheel_files
 
 
 def test_the_oldest_environment_pins_the_declared_lower_bounds() -> None:

@@ -47,7 +47,7 @@ import pytest
 import agents
 import phoenix_app
 from langgraph.checkpoint.otel import names
-from langgraph.checkpoint.otel.tools.otlp_json import SpanRecord, read_spans
+from langgraph.checkpoint.otel.export.otlp_json import SpanRecord, read_spans
 from phoenix_server import PhoenixServer
 
 THREAD = "phoenix-thread"

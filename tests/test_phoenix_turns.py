@@ -48,7 +48,7 @@ import mlflow_app
 import phoenix_app
 import session_app
 from langgraph.checkpoint.otel import names
-from langgraph.checkpoint.otel.tools.otlp_json import SpanRecord, read_spans
+from langgraph.checkpoint.otel.export.otlp_json import SpanRecord, read_spans
 from phoenix_server import PhoenixServer
 from session_app import run_spans, traces_sent
 from test_phoenix import wait_for_spans

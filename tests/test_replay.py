@@ -25,16 +25,16 @@ from typer.testing import CliRunner
 import agents
 import packaged_agents
 import replay_app
-from langgraph.checkpoint.otel import (
+from langgraph.checkpoint.otel import instrument
+from langgraph.checkpoint.otel.analysis.records import history_records
+from langgraph.checkpoint.otel.inspector.cli import app
+from langgraph.checkpoint.otel.testing import (
     ReplayFailed,
     ReplayResult,
     aassert_replays,
     assert_replays,
-    instrument,
     replay_thread,
 )
-from langgraph.checkpoint.otel.analysis.records import history_records
-from langgraph.checkpoint.otel.tools.inspector.cli import app
 
 
 class ModelCalled(AssertionError):

@@ -40,7 +40,8 @@ import crash_app
 from helpers import OTel, in_ci
 from langgraph.checkpoint.otel import instrument
 from langgraph.checkpoint.otel.analysis.checkpoint_diff import ChannelChange, CheckpointDiff
-from langgraph.checkpoint.otel.tools.inspector.model import (
+from langgraph.checkpoint.otel.export.otlp_json import OtlpJsonSpanExporter
+from langgraph.checkpoint.otel.inspector.model import (
     ChannelGrowth,
     CheckpointRow,
     Divergences,
@@ -51,10 +52,9 @@ from langgraph.checkpoint.otel.tools.inspector.model import (
     SourceInfo,
     Timeline,
 )
-from langgraph.checkpoint.otel.tools.inspector.report import render_report, write_report
-from langgraph.checkpoint.otel.tools.inspector.sources import open_sources
-from langgraph.checkpoint.otel.tools.inspector.views import build_report
-from langgraph.checkpoint.otel.tools.otlp_json import OtlpJsonSpanExporter
+from langgraph.checkpoint.otel.inspector.report import render_report, write_report
+from langgraph.checkpoint.otel.inspector.sources import open_sources
+from langgraph.checkpoint.otel.inspector.views import build_report
 
 REPO = Path(__file__).resolve().parents[1]
 DOCS_IMAGE = REPO / "docs" / "images" / "report.png"

@@ -23,11 +23,11 @@ import pytest
 from langgraph.checkpoint.sqlite import SqliteSaver
 
 import multi_agent_thread
-from langgraph.checkpoint.otel.tools.inspector.cli import main
-from langgraph.checkpoint.otel.tools.inspector.model import Report, Timeline
-from langgraph.checkpoint.otel.tools.inspector.report import write_report
-from langgraph.checkpoint.otel.tools.inspector.sources import open_sources
-from langgraph.checkpoint.otel.tools.inspector.views import (
+from langgraph.checkpoint.otel.inspector.cli import main
+from langgraph.checkpoint.otel.inspector.model import Report, Timeline
+from langgraph.checkpoint.otel.inspector.report import write_report
+from langgraph.checkpoint.otel.inspector.sources import open_sources
+from langgraph.checkpoint.otel.inspector.views import (
     build_report,
     subgraph_title,
     timeline,
@@ -234,7 +234,7 @@ def test_a_nested_subgraph_is_drawn_a_row_below_the_subgraph_that_ran_it(tmp_pat
     from langgraph.graph import START, StateGraph
 
     from langgraph.checkpoint.otel import instrument
-    from langgraph.checkpoint.otel.tools.inspector.report import layout_timeline
+    from langgraph.checkpoint.otel.inspector.report import layout_timeline
 
     def graph(name: str, node: object) -> StateGraph[LogState]:
         builder = StateGraph(LogState)
@@ -263,7 +263,7 @@ def test_a_nested_subgraph_is_drawn_a_row_below_the_subgraph_that_ran_it(tmp_pat
 def test_a_deep_agents_sub_agent_is_named_by_its_agent_not_by_the_tools_node(
     tmp_path: Path,
 ) -> None:
-    from langgraph.checkpoint.otel.tools.inspector.report import layout_timeline
+    from langgraph.checkpoint.otel.inspector.report import layout_timeline
 
     deep = multi_agent_thread.write_deep(tmp_path)
     with open_sources([f"sqlite:///{deep.db}"]) as sources:

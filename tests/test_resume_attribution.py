@@ -22,8 +22,8 @@ from langgraph.checkpoint.sqlite import SqliteSaver
 
 import crash_app
 from langgraph.checkpoint.otel import instrument
-from langgraph.checkpoint.otel.tools.inspector import views
-from langgraph.checkpoint.otel.tools.inspector.sources import open_sources
+from langgraph.checkpoint.otel.inspector import views
+from langgraph.checkpoint.otel.inspector.sources import open_sources
 
 APP = Path(__file__).with_name("crash_app.py")
 THREAD = "crash-then-fork"
@@ -138,7 +138,7 @@ def test_each_resume_row_links_the_put_span_that_wrote_its_from_checkpoint(
     written: Written, which: str
 ) -> None:
     from langgraph.checkpoint.otel import names
-    from langgraph.checkpoint.otel.tools.otlp_json import read_spans
+    from langgraph.checkpoint.otel.export.otlp_json import read_spans
 
     puts = {
         s.attributes[names.CHECKPOINT_ID]: (s.trace_id, s.span_id)

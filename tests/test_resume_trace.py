@@ -30,7 +30,7 @@ from pathlib import Path
 import pytest
 
 from langgraph.checkpoint.otel import names
-from langgraph.checkpoint.otel.tools.otlp_json import SpanRecord, read_spans
+from langgraph.checkpoint.otel.export.otlp_json import SpanRecord, read_spans
 
 TESTS = Path(__file__).resolve().parent
 PHASES = ("interrupt", "answer", "turn")

@@ -29,7 +29,7 @@ from langgraph.checkpoint.otel import (
     names,
     stored_history,
 )
-from langgraph.checkpoint.otel.tools.otlp_json import read_spans
+from langgraph.checkpoint.otel.export.otlp_json import read_spans
 from schema_app import build_graph, release_2_migrations
 
 APP = Path(__file__).with_name("schema_app.py")

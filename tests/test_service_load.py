@@ -25,7 +25,7 @@ import pytest
 
 from helpers import fresh_database
 from langgraph.checkpoint.otel import names
-from langgraph.checkpoint.otel.tools.otlp_json import SpanRecord, read_spans
+from langgraph.checkpoint.otel.export.otlp_json import SpanRecord, read_spans
 from service_load import LoadPlan, Seen, Service, drive, messages_of, stats_of
 
 PLAN = LoadPlan(

@@ -17,8 +17,8 @@ from typing import Any
 import pytest
 from opentelemetry.sdk.trace import TracerProvider
 
-from langgraph.checkpoint.otel.tools.inspector.cli import main
-from langgraph.checkpoint.otel.tools.otlp_json import read_spans, span_file_name, write_span_files
+from langgraph.checkpoint.otel.export.otlp_json import read_spans, span_file_name, write_span_files
+from langgraph.checkpoint.otel.inspector.cli import main
 
 REPO = Path(__file__).resolve().parents[1]
 

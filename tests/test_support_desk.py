@@ -22,14 +22,15 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from typer.testing import CliRunner
 
 import support_desk
-from langgraph.checkpoint.otel import DivergencePolicy, instrument, names, replay_thread
+from langgraph.checkpoint.otel import DivergencePolicy, instrument, names
 from langgraph.checkpoint.otel._langgraph.graph import graph_description
 from langgraph.checkpoint.otel.analysis.detectors import Finding
 from langgraph.checkpoint.otel.analysis.graph_structure import GraphStructure
 from langgraph.checkpoint.otel.analysis.tool_calls import argument_label
-from langgraph.checkpoint.otel.tools.compat import CompatCheck, thread_verdict
-from langgraph.checkpoint.otel.tools.inspector.cli import app
-from langgraph.checkpoint.otel.tools.replay import describe
+from langgraph.checkpoint.otel.inspector.cli import app
+from langgraph.checkpoint.otel.inspector.compat import CompatCheck, thread_verdict
+from langgraph.checkpoint.otel.testing import replay_thread
+from langgraph.checkpoint.otel.testing.replay import describe
 
 REFUND = {"messages": [("user", "Please refund order A17")]}
 TRACK = {"messages": [("user", "Where is my package for order A17?")]}
@@ -214,7 +215,7 @@ def test_the_stored_policy_and_flags_apply_to_span_files(
 ) -> None:
     """Handoff tools are repeatable by default; the app declares `lookup_order` repeatable;
     `diverge` over the saver and span files lists neither, without repeating the policy."""
-    from langgraph.checkpoint.otel.tools.otlp_json import OtlpJsonSpanExporter
+    from langgraph.checkpoint.otel.export.otlp_json import OtlpJsonSpanExporter
 
     spans = tmp_path / "spans"
     provider = TracerProvider()
@@ -237,7 +238,7 @@ def test_the_stored_policy_and_flags_apply_to_span_files(
 def test_flags_add_to_the_policy_read_from_span_files_alone(
     db: sqlite3.Connection, tmp_path: Path
 ) -> None:
-    from langgraph.checkpoint.otel.tools.otlp_json import OtlpJsonSpanExporter
+    from langgraph.checkpoint.otel.export.otlp_json import OtlpJsonSpanExporter
 
     spans = tmp_path / "spans"
     provider = TracerProvider()

@@ -52,8 +52,8 @@ from langgraph.checkpoint.otel.core.tool_key_spans import (
     add_tool_key_processor,
     record_tool_start,
 )
-from langgraph.checkpoint.otel.tools.inspector.cli import main as inspector
-from langgraph.checkpoint.otel.tools.otlp_json import SpanRecord, read_spans
+from langgraph.checkpoint.otel.export.otlp_json import SpanRecord, read_spans
+from langgraph.checkpoint.otel.inspector.cli import main as inspector
 
 APP = Path(__file__).with_name("tool_crash_app.py")
 TIMEOUT_S = 60
@@ -763,8 +763,8 @@ def _start(trace: int, checkpoint: str, key: str = "book:abc") -> SpanRecord:
 
 
 def test_a_side_effect_is_twice_only_when_the_same_task_ran_again() -> None:
+    from langgraph.checkpoint.otel.inspector.side_effects import side_effect_findings
     from langgraph.checkpoint.otel.options import DivergencePolicy
-    from langgraph.checkpoint.otel.tools.inspector.side_effects import side_effect_findings
 
     policy = DivergencePolicy()
     # the killed run and its resume start the call from the same checkpoint

@@ -33,7 +33,7 @@ from opentelemetry.sdk.trace.export import BatchSpanProcessor
 import agents
 from langgraph.checkpoint.otel import instrument
 from langgraph.checkpoint.otel.core.tool_key_spans import record_tool_start
-from langgraph.checkpoint.otel.tools.otlp_json import OtlpJsonSpanExporter
+from langgraph.checkpoint.otel.export.otlp_json import OtlpJsonSpanExporter
 
 SERVICE_NAME = "tool-crash-app"
 FLIGHT = "TP1353"

@@ -271,7 +271,7 @@ def judge_replay(rec: Recording, spec_new: AppSpec) -> Judgement:
     diffs = differences(rec.rerun_old, new, final_keys=rec.rerun_old.final)
     truth = [f"{d.category} {d.graph or 'root'} {d.detail}" for d in diffs]
     result = verdicts.replay(build(spec_new, World()), rec.saver(), rec.thread_id)
-    from langgraph.checkpoint.otel.tools.replay import describe
+    from langgraph.checkpoint.otel.testing.replay import describe
 
     said = [] if result.ok else [describe(result)]
     judgement = Judgement("replay", truth, said)

@@ -12,10 +12,10 @@ from opentelemetry.sdk.trace import TracerProvider
 from ground_truth.apps import AppSpec
 from langgraph.checkpoint.otel import DivergencePolicy, instrument
 from langgraph.checkpoint.otel.analysis.detectors import Finding
-from langgraph.checkpoint.otel.tools.compat import CompatCheck, thread_verdict
-from langgraph.checkpoint.otel.tools.inspector.sources import Sources
-from langgraph.checkpoint.otel.tools.inspector.views import ThreadData
-from langgraph.checkpoint.otel.tools.replay import ReplayResult, replay_thread
+from langgraph.checkpoint.otel.inspector.compat import CompatCheck, thread_verdict
+from langgraph.checkpoint.otel.inspector.sources import Sources
+from langgraph.checkpoint.otel.inspector.views import ThreadData
+from langgraph.checkpoint.otel.testing.replay import ReplayResult, replay_thread
 
 TRACER_PROVIDER = TracerProvider()
 

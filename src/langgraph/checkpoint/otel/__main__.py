@@ -2,6 +2,6 @@
 
 import sys
 
-from langgraph.checkpoint.otel.tools.inspector.cli import main
+from langgraph.checkpoint.otel.inspector.cli import main
 
 sys.exit(main())

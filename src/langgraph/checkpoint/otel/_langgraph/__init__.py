@@ -4,7 +4,9 @@ LangGraph's public API does not say which load starts a run, which node a task r
 run ends; its internals and string formats do. Everything that reads them lives here, so a
 LangGraph release that changes them is met in one place:
 
-- `formats`: task paths, namespaces, `branch:to:`/`join:` channels, `Send` packets (pure).
+- `formats`: task paths, `branch:to:`/`join:` channels, `Send` packets (pure).
+- `namespaces`: checkpoint namespaces (`parent_namespace`, `namespace_depth`, `graph_key`,
+  `subgraph_node`) and the node names other layers need (`START`) (pure).
 - `loop`: runs seen from the loop (`install`, `entering_run`, `LoopEntry`, `set_task_scope`,
   `update_node`, `run_outcome`), robust to savers between LangGraph and the wrapper; the values
   of delta channels as each checkpoint is created (`delta_values`, `delta_snapshot_value`).

@@ -1,4 +1,5 @@
-"""LangGraph's string formats: task paths, namespaces, bookkeeping channels and `Send`s.
+"""LangGraph's string formats: task paths, bookkeeping channels and `Send`s (namespaces are
+`namespaces`').
 
 Pure functions over plain values. Everything else in the package reads these formats through
 this module, so a change of format in a LangGraph release is met here.
@@ -11,6 +12,8 @@ from typing import Any
 
 from langgraph.checkpoint.serde.types import INTERRUPT
 
+from langgraph.checkpoint.otel._langgraph.namespaces import START, parent_namespace
+
 PULL_PREFIX = "~__pregel_pull, "
 """Task path of a node triggered by its channels: ``~__pregel_pull, <node>``."""
 PUSH_PREFIX = "~__pregel_push, "
@@ -22,8 +25,8 @@ JOIN_PREFIX = "join:"
 so far and schedules `<node>` once all have written."""
 TASKS_CHANNEL = "__pregel_tasks"
 """LangGraph's channel of pending `Send` packets."""
-START_NODE = "__start__"
-"""The task that applies a run's input."""
+START_NODE = START
+"""The task that applies a run's input (LangGraph's `START`)."""
 INPUT_NODE = "__input__"
 """Pseudo node of the null task's writes (`Command` and `update_state`); graph input is
 applied by LangGraph's `__start__` task."""
@@ -32,10 +35,6 @@ NULL_TASK_ID = "00000000-0000-0000-0000-000000000000"
 DELTA_COUNTERS_KEY = "counters_since_delta_snapshot"
 """Metadata key of checkpoints of graphs with delta channels (updates since each channel's last
 stored snapshot)."""
-NAMESPACE_SEPARATOR = "|"
-"""Joins the namespaces of nested subgraphs: ``parent:<task id>|child:<task id>``."""
-TASK_SEPARATOR = ":"
-"""Joins a subgraph's node and task id inside one namespace segment: ``<node>:<task id>``."""
 
 
 def node_of_task(task_id: str, task_path: str, sends: Iterable[str] = ()) -> str | None:
@@ -94,20 +93,6 @@ def scheduled_nodes(channel_values: Mapping[str, Any]) -> list[str]:
     if START_NODE in channel_values:
         nodes.add(START_NODE)
     return sorted(node for node in nodes if node)
-
-
-def graph_key(namespace: str) -> str:
-    """A graph's namespace without its task ids: ``researcher:1f2|agent:9c`` ->
-    ``researcher|agent`` (the same subgraph in every run and on every branch)."""
-    return NAMESPACE_SEPARATOR.join(
-        part.partition(TASK_SEPARATOR)[0] for part in namespace.split(NAMESPACE_SEPARATOR) if part
-    )
-
-
-def parent_namespace(namespace: str) -> str:
-    """The namespace of the graph that runs a subgraph (or a task) whose namespace is
-    `namespace`: ``a:1|b:2`` -> ``a:1``, ``a:1`` -> ``""`` (the root graph)."""
-    return namespace.rpartition(NAMESPACE_SEPARATOR)[0]
 
 
 def task_checkpoint_id(configurable: Mapping[str, Any]) -> Any:

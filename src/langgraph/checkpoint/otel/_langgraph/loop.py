@@ -34,7 +34,7 @@ from typing import Any, Literal
 
 from langgraph.checkpoint.serde.types import INTERRUPT
 
-from langgraph.checkpoint.otel._langgraph.formats import parent_namespace
+from langgraph.checkpoint.otel._langgraph.namespaces import parent_namespace
 
 _logger = logging.getLogger(__name__)
 

@@ -1,4 +1,4 @@
-"""Chat-model and tool calls answered from a thread's recording, for `tools.replay`: while
+"""Chat-model and tool calls answered from a thread's recording, for `testing.replay`: while
 `answering(answers)` is active, no chat model is called and no tool body runs.
 
 LangChain internals, in one place: every chat model's calls go through
@@ -31,12 +31,12 @@ from langchain_core.tools import BaseTool
 from langgraph.checkpoint.serde.types import INTERRUPT, RESUME
 from langgraph.types import interrupt
 
-from langgraph.checkpoint.otel._langgraph.formats import (
+from langgraph.checkpoint.otel._langgraph.graph import validation_error
+from langgraph.checkpoint.otel._langgraph.namespaces import (
     NAMESPACE_SEPARATOR,
     graph_key,
     parent_namespace,
 )
-from langgraph.checkpoint.otel._langgraph.graph import validation_error
 from langgraph.checkpoint.otel.options import matches_any
 
 

@@ -1,5 +1,5 @@
 """Can a new release of a graph resume a stored thread? Pure logic over the facts of the
-thread's latest checkpoint and of the new graph (`tools.compat` gathers both).
+thread's latest checkpoint and of the new graph (`inspector.compat` gathers both).
 
 A thread is at risk, for a reason named by nodes and channels only, when:
 
@@ -31,6 +31,7 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
+from langgraph.checkpoint.otel._langgraph.namespaces import START
 from langgraph.checkpoint.otel.analysis.graph_structure import StructureSummary
 
 RiskReason = Literal[
@@ -44,7 +45,6 @@ RiskReason = Literal[
     "missing_tool",
     "invalid_tool_call",
 ]
-START = "__start__"
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,4 +1,5 @@
 """The wrapper: delegation, what each call reports, spans and metrics, auto-instrumentation.
 
-Imports `analysis` and the package's base modules, never `tools`.
+Imports `analysis` and the package's base modules, never the packages built on it (`testing`,
+`export`, `inspector`).
 """

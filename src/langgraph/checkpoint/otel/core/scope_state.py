@@ -16,11 +16,8 @@ from typing import Any, TypeVar
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import Checkpoint
 
-from langgraph.checkpoint.otel._langgraph.formats import (
-    TASKS_CHANNEL,
-    parent_namespace,
-    send_targets,
-)
+from langgraph.checkpoint.otel._langgraph.formats import TASKS_CHANNEL, send_targets
+from langgraph.checkpoint.otel._langgraph.namespaces import parent_namespace
 from langgraph.checkpoint.otel.analysis.records import Scope
 from langgraph.checkpoint.otel.analysis.text_bounds import key_text
 from langgraph.checkpoint.otel.analysis.tool_calls import ToolActivity, ToolCall

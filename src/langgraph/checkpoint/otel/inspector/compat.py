@@ -23,7 +23,7 @@ from langgraph.checkpoint.base import CheckpointTuple
 from langgraph.checkpoint.serde.types import INTERRUPT
 from pydantic import TypeAdapter
 
-from langgraph.checkpoint.otel._langgraph.formats import graph_key, scheduled_nodes
+from langgraph.checkpoint.otel._langgraph.formats import scheduled_nodes
 from langgraph.checkpoint.otel._langgraph.graph import (
     channel_restore_error,
     graph_tools,
@@ -32,6 +32,7 @@ from langgraph.checkpoint.otel._langgraph.graph import (
     state_is_validated,
     validation_error,
 )
+from langgraph.checkpoint.otel._langgraph.namespaces import graph_key
 from langgraph.checkpoint.otel.analysis.records import is_state_channel
 from langgraph.checkpoint.otel.analysis.release_risks import (
     PendingCall,
@@ -45,10 +46,10 @@ from langgraph.checkpoint.otel.analysis.release_risks import (
 )
 from langgraph.checkpoint.otel.analysis.stored_metadata import read_stored_telemetry
 from langgraph.checkpoint.otel.core.graph_structures import structure_of
+from langgraph.checkpoint.otel.inspector import model
+from langgraph.checkpoint.otel.inspector.sources import SourceError, Sources
+from langgraph.checkpoint.otel.inspector.thread_list import ThreadQuery, latest_threads
 from langgraph.checkpoint.otel.migrations import Migrations, SchemaMigrationError
-from langgraph.checkpoint.otel.tools.inspector import model
-from langgraph.checkpoint.otel.tools.inspector.sources import SourceError, Sources
-from langgraph.checkpoint.otel.tools.inspector.thread_list import ThreadQuery, latest_threads
 
 PAGE = 500
 """Threads listed and checked at a time."""

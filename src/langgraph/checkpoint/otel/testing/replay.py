@@ -35,12 +35,13 @@ from langgraph.types import Command
 from opentelemetry.sdk.trace import TracerProvider
 
 from langgraph.checkpoint.otel import names
-from langgraph.checkpoint.otel._langgraph.formats import NULL_TASK_ID, graph_key
+from langgraph.checkpoint.otel._langgraph.formats import NULL_TASK_ID
 from langgraph.checkpoint.otel._langgraph.graph import (
     graph_tools,
     runs_only_async,
     static_interrupts,
 )
+from langgraph.checkpoint.otel._langgraph.namespaces import START, graph_key
 from langgraph.checkpoint.otel._langgraph.recorded_answers import (
     ArgumentChange,
     RecordedAnswers,
@@ -73,7 +74,6 @@ from langgraph.checkpoint.otel.core.saver import astored_history, stored_history
 from langgraph.checkpoint.otel.core.wrapping import instrument
 from langgraph.checkpoint.otel.options import DivergencePolicy
 
-START_CHANNEL = "__start__"
 RESUME_CHANNEL = "__resume__"
 POLICY = DivergencePolicy(
     detectors=frozenset({"state", "trajectory", "tool_arguments"}), window=10_000
@@ -345,7 +345,7 @@ def _recorded_input(tup: CheckpointTuple) -> Any:
     }
     if written:
         return written
-    return (tup.checkpoint.get("channel_values") or {}).get(START_CHANNEL)
+    return (tup.checkpoint.get("channel_values") or {}).get(START)
 
 
 def _parent_id(tup: CheckpointTuple) -> str | None:

@@ -17,8 +17,8 @@ from collections.abc import Iterable
 from langgraph.checkpoint.otel import names
 from langgraph.checkpoint.otel.analysis.detectors import Finding
 from langgraph.checkpoint.otel.analysis.detectors.duplicate_tool_call import started_twice
+from langgraph.checkpoint.otel.export.otlp_json import SpanRecord
 from langgraph.checkpoint.otel.options import DivergencePolicy
-from langgraph.checkpoint.otel.tools.otlp_json import SpanRecord
 
 
 def side_effect_findings(spans: Iterable[SpanRecord], policy: DivergencePolicy) -> list[Finding]:

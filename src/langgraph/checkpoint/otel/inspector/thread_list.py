@@ -29,7 +29,7 @@ from typing import Any
 from langgraph.checkpoint.base import BaseCheckpointSaver
 
 from langgraph.checkpoint.otel import names
-from langgraph.checkpoint.otel.tools.inspector.sources import SourceError, Sources, _why
+from langgraph.checkpoint.otel.inspector.sources import SourceError, Sources, _why
 
 DEFAULT_LIMIT = 50
 UUID_EPOCH = datetime(1582, 10, 15, tzinfo=UTC)

@@ -24,8 +24,8 @@ from urllib.parse import urlsplit, urlunsplit
 from langgraph.checkpoint.base import BaseCheckpointSaver, CheckpointTuple
 
 from langgraph.checkpoint.otel.analysis.records import unseen_delta_channels
-from langgraph.checkpoint.otel.tools.inspector.model import SourceInfo
-from langgraph.checkpoint.otel.tools.otlp_json import OtlpJsonError, SpanRecord, read_spans
+from langgraph.checkpoint.otel.export.otlp_json import OtlpJsonError, SpanRecord, read_spans
+from langgraph.checkpoint.otel.inspector.model import SourceInfo
 
 
 class SourceError(Exception):

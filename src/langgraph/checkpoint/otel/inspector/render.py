@@ -16,7 +16,8 @@ from rich.style import Style
 from rich.table import Table
 from rich.text import Text
 
-from langgraph.checkpoint.otel.tools.inspector.model import (
+from langgraph.checkpoint.otel._langgraph.namespaces import namespace_depth
+from langgraph.checkpoint.otel.inspector.model import (
     Compat,
     Diff,
     Divergences,
@@ -28,25 +29,18 @@ from langgraph.checkpoint.otel.tools.inspector.model import (
     Timeline,
     TraceLink,
 )
-from langgraph.checkpoint.otel.tools.inspector.views import short_ids, subgraph_title
+from langgraph.checkpoint.otel.inspector.views import human_bytes, short_ids, subgraph_title
 
 
-def human_bytes(n: int | None) -> str:
-    if n is None:
-        return "-"
-    size = float(abs(n))
-    for unit in ("B", "KB", "MB", "GB"):
-        if size < 1024 or unit == "GB":
-            text = f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
-            return ("-" if n < 0 else "") + text
-        size /= 1024
-    return str(n)  # pragma: no cover
+def _bytes(n: int | None) -> str:
+    """A size in a table cell: `views.human_bytes`, ``-`` when unknown."""
+    return human_bytes(n, missing="-")
 
 
 def _signed(n: int | None) -> Text:
     if n is None or n == 0:
         return Text("" if n is None else "0", style="dim")
-    return Text(("+" if n > 0 else "") + human_bytes(n), style="yellow" if n > 0 else "green")
+    return Text(("+" if n > 0 else "") + _bytes(n), style="yellow" if n > 0 else "green")
 
 
 def _when(t: datetime | None) -> str:
@@ -106,7 +100,7 @@ def threads(console: Console, view: Threads) -> None:
             row.thread_id,
             str(row.checkpoints),
             str(row.namespaces),
-            human_bytes(row.size_bytes),
+            _bytes(row.size_bytes),
             _when(row.last_activity),
             str(row.resumes) if row.resumes else Text("0", style="dim"),
             Text(str(row.divergences), style="bold red")
@@ -143,7 +137,7 @@ def timeline(console: Console, view: Timeline) -> None:
     links = Links(console)
     for row in view.checkpoints:
         if row.namespace:  # a subgraph's checkpoint: under the branch it ran on, indented
-            depth = row.namespace.count("|") + 1
+            depth = namespace_depth(row.namespace)
             lane = Text("│ " * row.branch + "  " * depth + "○", style="magenta")
         else:
             lane = Text("│ " * row.branch + ("◆" if row.fork_point else "●"), style="cyan")
@@ -162,7 +156,7 @@ def timeline(console: Console, view: Timeline) -> None:
             row.source or "",
             ", ".join(row.nodes),
             ", ".join(row.changed_channels),
-            human_bytes(row.size_bytes),
+            _bytes(row.size_bytes),
             _signed(row.growth_bytes),
             (row.state_hash or "")[:8],
             marks,
@@ -298,9 +292,9 @@ def growth(console: Console, view: Growth) -> None:
     for c in view.channels:
         table.add_row(
             c.channel,
-            human_bytes(c.first_bytes),
-            human_bytes(c.last_bytes),
-            human_bytes(c.max_bytes),
+            _bytes(c.first_bytes),
+            _bytes(c.last_bytes),
+            _bytes(c.max_bytes),
             str(len(c.points)),
             _sparkline([p.size_bytes for p in c.points]),
         )
@@ -336,8 +330,8 @@ def diffs(console: Console, view: Diff) -> None:
             table.add_row(
                 c.name,
                 c.status,
-                human_bytes(c.size_before),
-                human_bytes(c.size_after),
+                _bytes(c.size_before),
+                _bytes(c.size_after),
                 _signed(c.size_delta),
                 c.summary,
             )

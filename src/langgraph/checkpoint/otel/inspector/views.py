@@ -18,6 +18,7 @@ from typing import Any
 from langgraph.checkpoint.base import CheckpointTuple
 
 from langgraph.checkpoint.otel import names
+from langgraph.checkpoint.otel._langgraph.namespaces import parent_namespace, subgraph_node
 from langgraph.checkpoint.otel.analysis.carrier import parse_carrier
 from langgraph.checkpoint.otel.analysis.checkpoint_diff import (
     CheckpointDiff,
@@ -32,8 +33,8 @@ from langgraph.checkpoint.otel.analysis.span_records import span_facts, span_rec
 from langgraph.checkpoint.otel.analysis.stored_metadata import read_stored_telemetry
 from langgraph.checkpoint.otel.analysis.text_bounds import bounded_text
 from langgraph.checkpoint.otel.analysis.tool_calls import argument_names
-from langgraph.checkpoint.otel.options import DivergencePolicy
-from langgraph.checkpoint.otel.tools.inspector.model import (
+from langgraph.checkpoint.otel.export.otlp_json import SpanRecord
+from langgraph.checkpoint.otel.inspector.model import (
     ChannelGrowth,
     CheckpointRow,
     Diff,
@@ -48,12 +49,12 @@ from langgraph.checkpoint.otel.tools.inspector.model import (
     Timeline,
     TraceLink,
 )
-from langgraph.checkpoint.otel.tools.inspector.policies import ThreadPolicies
-from langgraph.checkpoint.otel.tools.inspector.side_effects import side_effect_findings
-from langgraph.checkpoint.otel.tools.inspector.sources import SourceError, Sources
-from langgraph.checkpoint.otel.tools.inspector.thread_list import ThreadQuery, latest_threads
-from langgraph.checkpoint.otel.tools.inspector.trace_links import TraceUrlTemplate
-from langgraph.checkpoint.otel.tools.otlp_json import SpanRecord
+from langgraph.checkpoint.otel.inspector.policies import ThreadPolicies
+from langgraph.checkpoint.otel.inspector.side_effects import side_effect_findings
+from langgraph.checkpoint.otel.inspector.sources import SourceError, Sources
+from langgraph.checkpoint.otel.inspector.thread_list import ThreadQuery, latest_threads
+from langgraph.checkpoint.otel.inspector.trace_links import TraceUrlTemplate
+from langgraph.checkpoint.otel.options import DivergencePolicy
 
 MIN_SHORT_ID = 6
 
@@ -417,14 +418,18 @@ def _timeline(data: ThreadData) -> Timeline:
     )
 
 
-def parent_namespace(ns: str) -> str:
-    """The namespace of the graph that ran the subgraph of namespace `ns` ("" for the root)."""
-    return ns.rpartition("|")[0]
-
-
-def subgraph_node(namespace: str) -> str:
-    """The node that runs the innermost subgraph of `namespace` (``a:<id>|b:<id>`` -> ``b``)."""
-    return namespace.rpartition("|")[2].partition(":")[0]
+def human_bytes(size: int | None, missing: str = "") -> str:
+    """A size as the inspector shows it, in 1024-byte units labelled ``B``, ``KB``, ``MB``,
+    ``GB`` (``437 B``, ``1.3 KB``, ``-2.0 MB``); `missing` for None."""
+    if size is None:
+        return missing
+    value = float(abs(size))
+    for unit in ("B", "KB", "MB", "GB"):
+        if value < 1024 or unit == "GB":
+            text = f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
+            return ("-" if size < 0 else "") + text
+        value /= 1024
+    raise AssertionError("unreachable")  # pragma: no cover
 
 
 def subgraph_title(namespace: str, graph_name: str | None, agent: str | None = None) -> str:
@@ -434,7 +439,7 @@ def subgraph_title(namespace: str, graph_name: str | None, agent: str | None = N
     otherwise (a deep agent's sub-agent runs in its `tools` node):
     ``refunds (subgraph of deep_support, run by tools)``.
     """
-    outer = namespace.rpartition("|")[0]
+    outer = parent_namespace(namespace)
     parent = subgraph_node(outer) if outer else (graph_name or "the root graph")
     node = subgraph_node(namespace)
     if agent and agent != node:
@@ -846,9 +851,9 @@ __all__ = [
     "diffs",
     "divergence_report",
     "growth",
+    "human_bytes",
     "resumes",
     "short_ids",
-    "subgraph_node",
     "subgraph_title",
     "threads",
     "timeline",

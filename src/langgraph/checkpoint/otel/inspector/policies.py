@@ -19,8 +19,8 @@ from langgraph.checkpoint.base import CheckpointTuple
 from langgraph.checkpoint.otel import names
 from langgraph.checkpoint.otel.analysis.detectors import Finding
 from langgraph.checkpoint.otel.analysis.stored_metadata import read_stored_telemetry
+from langgraph.checkpoint.otel.export.otlp_json import SpanRecord
 from langgraph.checkpoint.otel.options import DivergencePolicy
-from langgraph.checkpoint.otel.tools.otlp_json import SpanRecord
 
 REPEATS = frozenset({"duplicate_tool_call", "repeated_side_effect"})
 

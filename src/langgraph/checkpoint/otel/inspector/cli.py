@@ -36,23 +36,23 @@ from rich.console import Console
 from rich.progress import Progress
 
 from langgraph.checkpoint.otel.analysis.checkpoint_diff import ContentPolicy
-from langgraph.checkpoint.otel.options import DivergencePolicy
-from langgraph.checkpoint.otel.tools.inspector import model, render, views
-from langgraph.checkpoint.otel.tools.inspector.sources import SourceError, Sources, open_sources
-from langgraph.checkpoint.otel.tools.inspector.thread_list import (
+from langgraph.checkpoint.otel.inspector import model, render, views
+from langgraph.checkpoint.otel.inspector.sources import SourceError, Sources, open_sources
+from langgraph.checkpoint.otel.inspector.thread_list import (
     DEFAULT_LIMIT,
     ThreadQuery,
     parse_since,
 )
-from langgraph.checkpoint.otel.tools.inspector.trace_links import (
+from langgraph.checkpoint.otel.inspector.trace_links import (
     ENV as TRACE_URL_ENV,
 )
-from langgraph.checkpoint.otel.tools.inspector.trace_links import (
+from langgraph.checkpoint.otel.inspector.trace_links import (
     PLACEHOLDERS,
     TraceUrlError,
     TraceUrlTemplate,
     from_setting,
 )
+from langgraph.checkpoint.otel.options import DivergencePolicy
 
 PROG = "langgraph-otel"
 T = TypeVar("T")
@@ -364,7 +364,7 @@ def compat_command(
 ) -> None:
     """Can the new graph resume the stored threads? Checks the latest checkpoint of each
     thread (read only); exit code 1 when any thread is at risk."""
-    from langgraph.checkpoint.otel.tools import compat
+    from langgraph.checkpoint.otel.inspector import compat
 
     check = compat.CompatCheck(compat.load_graph(graph), schema_version=schema_version)
     query = ThreadQuery(
@@ -403,7 +403,8 @@ def replay_command(
 ) -> None:
     """Replay recorded threads against the current code (no model called, no tool body run);
     exit code 1 when one diverges or cannot be replayed."""
-    from langgraph.checkpoint.otel.tools import compat, replay
+    from langgraph.checkpoint.otel.inspector import compat
+    from langgraph.checkpoint.otel.testing import replay
 
     new_graph = compat.load_graph(graph)
     with _open(None, source) as sources:
@@ -470,7 +471,7 @@ def report_command(
     trace_url: TraceUrlOption = None,
 ) -> None:
     """One self-contained HTML page: timeline with branches, resumes, diffs, sizes."""
-    from langgraph.checkpoint.otel.tools.inspector.report import write_report
+    from langgraph.checkpoint.otel.inspector.report import write_report
 
     links = _links(trace_url)
     with _open(sources_given, source) as sources:

@@ -1,6 +1,6 @@
 """Resume harness: interrupt a graph at every superstep, resume it, compare with a clean run.
 
-    from langgraph.checkpoint.otel.tools.testing import check_resume
+    from langgraph.checkpoint.otel.testing import check_resume
 
     def test_agent_resumes_cleanly():
         check_resume(build_agent, {"messages": [("user", "hi")]}).raise_for_failures()
@@ -26,7 +26,7 @@ scripted models and other per-run state start fresh. A `StateGraph` may be passe
 when its nodes keep no state between runs. Step 0 runs LangGraph's ``__start__`` (it applies
 the input) and has no user node to fail, so the checked steps start at the first node.
 
-Under pytest the ``resume_checker`` fixture (from the package's plugin, `tools.pytest_plugin`,
+Under pytest the ``resume_checker`` fixture (from the package's plugin, `testing.pytest_plugin`,
 registered through the ``pytest11`` entry point) runs the check and fails the test with the
 report's message.
 """

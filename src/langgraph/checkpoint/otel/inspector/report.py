@@ -15,9 +15,10 @@ from typing import Final
 
 import jinja2
 
+from langgraph.checkpoint.otel._langgraph.namespaces import namespace_depth, subgraph_node
 from langgraph.checkpoint.otel.analysis.checkpoint_diff import CheckpointDiff
-from langgraph.checkpoint.otel.tools.inspector.model import CheckpointRow, Report
-from langgraph.checkpoint.otel.tools.inspector.views import subgraph_node, subgraph_title
+from langgraph.checkpoint.otel.inspector.model import CheckpointRow, Report
+from langgraph.checkpoint.otel.inspector.views import human_bytes, subgraph_title
 
 __all__ = ["render_report", "write_report"]
 
@@ -163,22 +164,8 @@ class GrowthChart:
     y_ticks: list[Tick]
 
 
-def human_bytes(size: int | None) -> str:
-    """``1.5 KiB``-style size; an empty string for None."""
-    if size is None:
-        return ""
-    value = float(abs(size))
-    sign = "-" if size < 0 else ""
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if value < 1024 or unit == "GiB":
-            text = f"{int(value)}" if unit == "B" else f"{value:.1f}"
-            return f"{sign}{text} {unit}"
-        value /= 1024
-    raise AssertionError("unreachable")  # pragma: no cover
-
-
 def signed_bytes(delta: int | None) -> str:
-    """``+1.5 KiB`` / ``-12 B`` / ``±0 B``; empty for None."""
+    """``+1.5 KB`` / ``-12 B`` / ``±0 B``; empty for None."""
     if delta is None:
         return ""
     if delta == 0:
@@ -250,7 +237,7 @@ def layout_timeline(report: Report) -> TimelineLayout:
     spans: dict[tuple[int, int], list[tuple[int, int, str]]] = {}  # (branch, depth) -> spans
     for namespace, members in by_ns.items():
         if namespace:
-            key = (rows[members[0]].branch, namespace.count("|") + 1)
+            key = (rows[members[0]].branch, namespace_depth(namespace))
             spans.setdefault(key, []).append((members[0], members[-1], namespace))
     lanes: list[Lane] = []
     row_y: dict[str, int] = {}  # namespace -> y
@@ -484,7 +471,7 @@ def _initial_selection(report: Report) -> str | None:
 @cache
 def _environment() -> jinja2.Environment:
     return jinja2.Environment(
-        loader=jinja2.PackageLoader("langgraph.checkpoint.otel.tools.inspector", "templates"),
+        loader=jinja2.PackageLoader("langgraph.checkpoint.otel.inspector", "templates"),
         autoescape=True,
         undefined=jinja2.StrictUndefined,
         trim_blocks=True,
