@@ -449,7 +449,7 @@ def _served_graph_structures() -> set[str]:
     import sys
     from pathlib import Path
 
-    from langgraph.checkpoint.otel.core.graph_structures import structure_of
+    from langgraph.checkpoint.otel.core.structure_cache import structure_of
 
     path = Path(__file__).with_name("agent_server_app") / "graph.py"
     spec = importlib.util.spec_from_file_location("served_graph", path)

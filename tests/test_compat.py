@@ -22,7 +22,7 @@ from graphs import with_subgraph
 from helpers import OTel, is_run_span
 from langgraph.checkpoint.otel import Migrations, instrument, names, stored_history
 from langgraph.checkpoint.otel.analysis.stored_metadata import read_stored_telemetry
-from langgraph.checkpoint.otel.core.graph_structures import structure_of
+from langgraph.checkpoint.otel.core.structure_cache import structure_of
 from langgraph.checkpoint.otel.inspector import compat
 from langgraph.checkpoint.otel.inspector.sources import open_sources
 from langgraph.checkpoint.otel.inspector.thread_list import ThreadQuery

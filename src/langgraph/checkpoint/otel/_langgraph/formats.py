@@ -25,6 +25,8 @@ JOIN_PREFIX = "join:"
 so far and schedules `<node>` once all have written."""
 TASKS_CHANNEL = "__pregel_tasks"
 """LangGraph's channel of pending `Send` packets."""
+RESUME_CHANNEL = "__resume__"
+"""LangGraph's channel of the pending writes that answer interrupts (`Command(resume=...)`)."""
 START_NODE = START
 """The task that applies a run's input (LangGraph's `START`)."""
 INPUT_NODE = "__input__"

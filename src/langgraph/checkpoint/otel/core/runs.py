@@ -35,7 +35,6 @@ from langgraph.checkpoint.otel.analysis.records import Scope
 from langgraph.checkpoint.otel.bounded import BoundedDict
 from langgraph.checkpoint.otel.core.agent_events import AgentEvents, Pause
 from langgraph.checkpoint.otel.core.calls import config_attributes
-from langgraph.checkpoint.otel.core.graph_structures import structure_of
 from langgraph.checkpoint.otel.core.peers import peer_span
 from langgraph.checkpoint.otel.core.scope_state import (
     Lineage,
@@ -44,6 +43,7 @@ from langgraph.checkpoint.otel.core.scope_state import (
     nearest,
     scope_of,
 )
+from langgraph.checkpoint.otel.core.structure_cache import structure_of
 from langgraph.checkpoint.otel.core.telemetry import RunTrace, Telemetry
 
 

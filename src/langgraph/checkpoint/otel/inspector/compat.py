@@ -45,7 +45,7 @@ from langgraph.checkpoint.otel.analysis.release_risks import (
     summarize_reasons,
 )
 from langgraph.checkpoint.otel.analysis.stored_metadata import read_stored_telemetry
-from langgraph.checkpoint.otel.core.graph_structures import structure_of
+from langgraph.checkpoint.otel.core.structure_cache import structure_of
 from langgraph.checkpoint.otel.inspector import model
 from langgraph.checkpoint.otel.inspector.sources import SourceError, Sources
 from langgraph.checkpoint.otel.inspector.thread_list import ThreadQuery, latest_threads

@@ -35,7 +35,7 @@ from langgraph.types import Command
 from opentelemetry.sdk.trace import TracerProvider
 
 from langgraph.checkpoint.otel import names
-from langgraph.checkpoint.otel._langgraph.formats import NULL_TASK_ID
+from langgraph.checkpoint.otel._langgraph.formats import NULL_TASK_ID, RESUME_CHANNEL
 from langgraph.checkpoint.otel._langgraph.graph import (
     graph_tools,
     runs_only_async,
@@ -74,7 +74,6 @@ from langgraph.checkpoint.otel.core.saver import astored_history, stored_history
 from langgraph.checkpoint.otel.core.wrapping import instrument
 from langgraph.checkpoint.otel.options import DivergencePolicy
 
-RESUME_CHANNEL = "__resume__"
 POLICY = DivergencePolicy(
     detectors=frozenset({"state", "trajectory", "tool_arguments"}), window=10_000
 )
