@@ -54,6 +54,15 @@ _installed = False
 _install_lock = threading.Lock()
 
 
+CHECKPOINTER_OWNERS: tuple[tuple[str, str], ...] = (
+    ("langgraph.pregel.main", "Pregel"),
+    ("langgraph.func", "entrypoint"),
+)
+"""(module, class) of each LangGraph object whose constructor takes ``checkpointer=``: every
+compiled graph is a `Pregel`; the functional API's `entrypoint` keeps it as its own attribute.
+The Instrumentor wraps these constructors."""
+
+
 def set_hook(hook: Hook) -> None:
     """Ask `hook(graph, input, config)` at the start of every graph stream (see `install`)."""
     global _hook

@@ -49,6 +49,7 @@ from opentelemetry.metrics import MeterProvider
 from opentelemetry.trace import TracerProvider
 from wrapt import wrap_function_wrapper
 
+from langgraph.checkpoint.otel._langgraph.graph_calls import CHECKPOINTER_OWNERS
 from langgraph.checkpoint.otel.core.observer import CheckpointObserver
 from langgraph.checkpoint.otel.core.telemetry import warn_if_export_blocks
 from langgraph.checkpoint.otel.core.tool_key_spans import add_tool_key_processor
@@ -57,9 +58,6 @@ from langgraph.checkpoint.otel.options import InstrumentOptions
 __all__ = ["LangGraphCheckpointInstrumentor"]
 
 _instruments = ("langgraph >= 1.2",)
-
-_PREGEL_MODULE = "langgraph.pregel.main"
-_FUNC_MODULE = "langgraph.func"
 
 _logger = logging.getLogger(__name__)
 
@@ -95,12 +93,12 @@ class LangGraphCheckpointInstrumentor(BaseInstrumentor):  # type: ignore[misc]
             add_tool_key_processor(tracer_provider)  # once per provider; never raises
         replace = _SaverReplacer(tracer_provider, meter_provider, logger_provider, options)
         wrapper = _checkpointer_argument(replace)
-        wrap_function_wrapper(_PREGEL_MODULE, "Pregel.__init__", wrapper)
-        wrap_function_wrapper(_FUNC_MODULE, "entrypoint.__init__", wrapper)
+        for module, owner in CHECKPOINTER_OWNERS:
+            wrap_function_wrapper(module, f"{owner}.__init__", wrapper)
 
     def _uninstrument(self, **kwargs: Any) -> None:
-        unwrap(f"{_PREGEL_MODULE}.Pregel", "__init__")
-        unwrap(f"{_FUNC_MODULE}.entrypoint", "__init__")
+        for module, owner in CHECKPOINTER_OWNERS:
+            unwrap(f"{module}.{owner}", "__init__")
 
 
 class _SaverReplacer:
