@@ -13,7 +13,7 @@ BENCH_STAMP := $(VENV)/.installed-bench
 LANGGRAPH_SUITE_ARGS ?=
 
 .DEFAULT_GOAL := test
-.PHONY: venv demo test bench lint clean postgres-server tools langgraph-suite
+.PHONY: venv demo test test-fast bench lint clean postgres-server tools langgraph-suite
 
 ## venv: create .venv and install the project editable with the dev extras
 venv: $(STAMP)
@@ -37,7 +37,7 @@ $(STAMP): pyproject.toml Makefile
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
 # OpenLIT without its dependencies: as a requirement it would move opentelemetry-* to
-# 1.45.0/0.66b0 and anthropic to 0.125 (tests/test_peers_together.py, docs/peers.md)
+# 1.45.0/0.66b0 and anthropic to 0.125 (tests/integration/test_peers_together.py, docs/peers.md)
 	$(BIN)/python -m pip install --quiet --no-deps 'openlit==1.45.0'
 	@touch "$(STAMP)"
 
@@ -64,14 +64,19 @@ test: venv postgres-server tools lint $(SUITE_STAMP)
 	$(BIN)/python scripts/langgraph_suite/run.py $(LANGGRAPH_SUITE_ARGS)
 	$(BIN)/python scripts/langgraph_versions/run.py --skip-same $(LANGGRAPH_VERSIONS_ARGS)
 
+## test-fast: the unit tests alone (tests/unit: pure, no servers, no subprocesses, no network;
+## a few seconds). Nothing to install or start; `make test` runs them too, with everything else.
+test-fast: venv
+	$(BIN)/pytest tests/unit $(PYTEST_ARGS)
+
 ## ground-truth: the verdicts (replay, compat, the online detectors, diverge) judged against what
-## really happens on generated apps and release changes (tests/ground_truth); prints every case
+## really happens on generated apps and release changes (tests/apps/ground_truth); prints every case
 ## that fails and the matrix. GROUND_TRUTH_ARGS="--cases 1000 --seed 7" draws more or others.
-## `make test` runs 300 cases (tests/test_ground_truth.py).
+## `make test` runs 300 cases (tests/integration/test_ground_truth.py).
 .PHONY: ground-truth
 GROUND_TRUTH_ARGS ?=
 ground-truth: venv
-	cd tests && ../$(BIN)/python -m ground_truth $(GROUND_TRUTH_ARGS)
+	cd tests/apps && ../../$(BIN)/python -m ground_truth $(GROUND_TRUTH_ARGS)
 
 ## langgraph-suite: LangGraph's own tests (from the sdist of the installed langgraph) with every
 ## checkpointer fixture wrapped by instrument(), on memory, SQLite, PostgreSQL and Redis;

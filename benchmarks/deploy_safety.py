@@ -1,8 +1,8 @@
 """`langgraph-otel compat` and `replay` at scale: their time on a SQLite file of many threads.
 
-The file holds copies of real threads (rows copied with SQL by `tests/scale_db.py`):
-`tests/release_app.py`'s release-1 threads (parked at an interrupt, finished, SIGKILLed inside
-two nodes; 4 templates, prefix ``c-``) for `compat`, and `tests/replay_app.py`'s `create_agent`
+The file holds copies of real threads (rows copied with SQL by `tests/support/scale_db.py`):
+`tests/apps/release_app.py`'s release-1 threads (parked at an interrupt, finished, SIGKILLed inside
+two nodes; 4 templates, prefix ``c-``) for `compat`, and `tests/apps/replay_app.py`'s `create_agent`
 travel thread (13 checkpoints; prefix ``r-``) for `replay`. Each command runs once in its own
 process through the console script (interpreter start and imports included): wall time, CPU
 time and the process's peak RSS.
@@ -23,8 +23,9 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-TESTS = ROOT / "tests"
-sys.path.insert(0, str(TESTS))
+APPS = ROOT / "tests" / "apps"
+sys.path.insert(0, str(ROOT / "tests" / "support"))
+sys.path.insert(0, str(APPS))
 
 import scale_db  # noqa: E402
 
@@ -37,7 +38,7 @@ def log(msg: str) -> None:
 
 def write_templates(path: Path) -> None:
     """The release-1 threads (subprocesses: two die by SIGKILL) and the replay thread."""
-    app = str(TESTS / "release_app.py")
+    app = str(APPS / "release_app.py")
     backend = f"sqlite:{path}"
     for args in (
         ("write", backend, "tmpl/"),
@@ -68,7 +69,7 @@ def timed(args: list[str]) -> dict[str, float]:
         [sys.executable, "-m", "langgraph.checkpoint.otel", *args],
         capture_output=True,
         text=True,
-        cwd=TESTS,
+        cwd=APPS,
         check=False,
     )
     wall = time.perf_counter() - started

@@ -2,7 +2,7 @@
 
     .venv/bin/python benchmarks/floor_agent.py [ROUNDS]    # default 300, ~1 min on 2 cores
 
-`create_react_agent` (tests/agents.py, scripted model) on SqliteSaver files, three variants
+`create_react_agent` (tests/apps/agents.py, scripted model) on SqliteSaver files, three variants
 interleaved with a rotating order: bare; the instrumented saver; and the instrumented saver
 whose hasher returns constant digests and whose channel summaries are a constant string, so
 it makes the same SDK calls (spans, attributes, events, metric records) without hashing or
@@ -24,7 +24,8 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "tests"))
+sys.path.insert(0, str(ROOT / "tests" / "support"))
+sys.path.insert(0, str(ROOT / "tests" / "apps"))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 import _harness as h  # noqa: E402

@@ -1,7 +1,7 @@
 """The inspector on many threads: `langgraph-otel threads` (its first page) and `timeline` of one
 thread, on SQLite files of 10,000 and 100,000 threads and on PostgreSQL at 10,000.
 
-The databases hold copies of real agent threads (`tests/scale_db.py`: a react agent written
+The databases hold copies of real agent threads (`tests/support/scale_db.py`: a react agent written
 through the instrumented saver, 7 to 11 checkpoints a thread, rows copied with SQL); the SQLite
 files are cached under `.bench/inspector-scale/` (the 100,000-thread one is ~4.5 GB, made once
 in about a minute). Each command runs in its own process, through the console script's
@@ -35,7 +35,8 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "tests"))
+sys.path.insert(0, str(ROOT / "tests" / "support"))
+sys.path.insert(0, str(ROOT / "tests" / "apps"))
 
 import helpers  # noqa: E402
 import scale_db  # noqa: E402

@@ -11,8 +11,8 @@ adds a turn: a question and its answer; after `LONG_TURNS` turns the variant mov
 50-message thread, outside timing), ``deep`` (deepagents `create_deep_agent`, a sub-agent run
 through `task`), ``supervisor`` (`langgraph_supervisor`, two `create_react_agent` workers),
 ``linear10`` (the 10-node graph). Every shape except ``long`` runs each invoke on a fresh
-thread. The scripted offline models are those of ``tests/agents.py`` and
-``tests/packaged_agents.py``.
+thread. The scripted offline models are those of ``tests/apps/agents.py`` and
+``tests/apps/packaged_agents.py``.
 
 Savers: InMemorySaver, SqliteSaver (a file per variant), PostgresSaver (one throw-away server
 for the whole matrix, a fresh database per cell, a connection per variant).
@@ -61,7 +61,8 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests" / "support"))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests" / "apps"))
 
 import _harness as h
 import peers

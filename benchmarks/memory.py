@@ -29,7 +29,8 @@ from pathlib import Path
 from typing import Annotated, Any, TypedDict
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests" / "support"))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests" / "apps"))
 
 from langchain_core.messages import AnyMessage
 from langgraph.graph.message import add_messages

@@ -54,7 +54,8 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests" / "support"))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests" / "apps"))
 
 import _harness as h
 from langchain_core.messages import HumanMessage

@@ -130,7 +130,8 @@ def profile_history(n_msgs: int = 25_000, turns: int = 2) -> None:
 
 
 def profile_agent(n: int = 200) -> None:
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests" / "support"))
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests" / "apps"))
     import agents
 
     tel = h.Telemetry("noop")

@@ -1,4 +1,4 @@
-"""The support-desk service under load (tests/service_app.py): throughput, latency and CPU per
+"""The support-desk service under load (tests/apps/service_app.py): throughput, latency and CPU per
 run of the instrumented service against its bare twin and against the same service with the
 official OpenTelemetry GenAI LangChain instrumentation instead.
 
@@ -24,7 +24,8 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests" / "support"))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests" / "apps"))
 
 import helpers
 from service_load import LoadPlan, Service, drive, percentile, stats_of

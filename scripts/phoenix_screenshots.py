@@ -2,13 +2,13 @@
 
     .venv/bin/python scripts/phoenix_screenshots.py OUT.png [--src DIR] [--title TEXT] [--keep DIR]
 
-Starts ``phoenix serve`` (from .venv-phoenix, like tests/test_phoenix.py), runs the thread's
-three processes (`tests/phoenix_app.py`: a run SIGKILLed mid-run, its resume in a new process,
-a fork from an earlier checkpoint), each exporting OTLP/HTTP to Phoenix, then photographs with
-headless Chromium the project's page (its Spans tab of root spans), its Traces tab, the
-thread's session, the resume's trace (the resume span selected, its attributes shown), the
-Spans tab filtered by ``langgraph.flagged == True`` (the spans carrying findings) and the fork's
-trace with its diverged put selected, and stacks the six into OUT.png.
+Starts ``phoenix serve`` (from .venv-phoenix, like tests/integration/test_phoenix.py), runs the
+thread's three processes (`tests/apps/phoenix_app.py`: a run SIGKILLed mid-run, its resume in a
+new process, a fork from an earlier checkpoint), each exporting OTLP/HTTP to Phoenix, then
+photographs with headless Chromium the project's page (its Spans tab of root spans), its Traces
+tab, the thread's session, the resume's trace (the resume span selected, its attributes shown),
+the Spans tab filtered by ``langgraph.flagged == True`` (the spans carrying findings) and the
+fork's trace with its diverged put selected, and stacks the six into OUT.png.
 
 ``--src DIR`` runs the app processes on the library's sources in DIR (put first on their
 PYTHONPATH): ``git worktree add --detach /tmp/before 29a6eae`` then ``--src /tmp/before/src``
@@ -32,7 +32,9 @@ from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO / "tests"))
+TESTS = REPO / "tests"
+sys.path.insert(0, str(TESTS / "support"))
+sys.path.insert(0, str(TESTS / "apps"))
 
 import phoenix_app  # noqa: E402
 from phoenix_server import PhoenixServer  # noqa: E402
@@ -116,7 +118,9 @@ def main(argv: list[str] | None = None) -> int:
 
     env = dict(os.environ)
     if args.src:
-        env["PYTHONPATH"] = os.pathsep.join([str(Path(args.src).resolve()), str(REPO / "tests")])
+        env["PYTHONPATH"] = os.pathsep.join(
+            [str(Path(args.src).resolve()), str(TESTS / "apps"), str(TESTS / "support")]
+        )
     phoenix = PhoenixServer()
     work = Path(tempfile.mkdtemp(prefix="phoenix-shots-"))
     try:

@@ -1,18 +1,33 @@
 """Session fixtures: real PostgreSQL and Redis servers, real OpenTelemetry SDK providers.
 
+The suite mirrors the source tree (docs/development.md, "Tests"): ``unit/`` (pure: no servers,
+no subprocesses, no network, no browser), ``wrapper/`` (the wrapper through real savers and
+graphs in process) and ``integration/`` (servers, subprocesses, browsers, peers, installs); each
+collected test is marked by its folder (``-m unit`` ...). ``apps/`` (the apps tests run as
+processes or import as graphs and agents) and ``support/`` (helpers, servers, span trees) are
+put on ``sys.path`` here, so ``import helpers`` and ``import agents`` work from any folder.
+
 Under ``CI=true`` a skipped test is a failure: a missing PostgreSQL or Redis fails the fixture
 loudly, and any skip at all makes the session exit non-zero.
 """
 
 from __future__ import annotations
 
+import socket
+import subprocess
 import sys
 from collections.abc import Callable, Iterator
-from typing import Protocol, TypeVar
+from pathlib import Path
+from typing import Any, Protocol, TypeVar
 
 import pytest
 
-from helpers import (
+_TESTS = Path(__file__).resolve().parent
+for _folder in ("support", "apps"):
+    if str(_TESTS / _folder) not in sys.path:
+        sys.path.insert(0, str(_TESTS / _folder))
+
+from helpers import (  # noqa: E402
     OTel,
     PostgresServer,
     PostgresUnavailable,
@@ -21,7 +36,7 @@ from helpers import (
     fresh_database,
     in_ci,
 )
-from phoenix_server import PhoenixServer, PhoenixUnavailable
+from phoenix_server import PhoenixServer, PhoenixUnavailable  # noqa: E402
 
 
 class _Server(Protocol):
@@ -123,6 +138,52 @@ def phoenix_server() -> Iterator[PhoenixServer]:
 
 
 # --------------------------------------------------------------------------------------------
+# The folders: a marker each; unit tests stay pure
+# --------------------------------------------------------------------------------------------
+
+FOLDERS = ("unit", "wrapper", "integration")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Mark each test under tests/ by its folder; a test file anywhere else in tests/ is an
+    error naming the folders."""
+    misplaced = set()
+    for item in items:
+        try:
+            parts = item.path.resolve().relative_to(_TESTS).parts
+        except ValueError:
+            continue  # not under tests/ (examples/)
+        if len(parts) > 1 and parts[0] in FOLDERS:
+            item.add_marker(parts[0])
+        else:
+            misplaced.add(str(item.path))
+    if misplaced:
+        raise pytest.UsageError(
+            f"test files belong in tests/{{{','.join(FOLDERS)}}}/ "
+            f"(docs/development.md, Tests): {', '.join(sorted(misplaced))}"
+        )
+
+
+def _not_in_a_unit_test(what: str) -> Callable[..., Any]:
+    def refuse(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError(
+            f"a unit test may not use {what} (tests/unit is pure): move it to tests/integration"
+        )
+
+    return refuse
+
+
+@pytest.fixture(autouse=True)
+def _unit_tests_stay_pure(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    """In tests/unit, starting a process or opening a network connection fails the test."""
+    if request.node.get_closest_marker("unit") is None:
+        return
+    monkeypatch.setattr(subprocess.Popen, "__init__", _not_in_a_unit_test("a subprocess"))
+    monkeypatch.setattr(socket.socket, "connect", _not_in_a_unit_test("the network"))
+    monkeypatch.setattr(socket.socket, "connect_ex", _not_in_a_unit_test("the network"))
+
+
+# --------------------------------------------------------------------------------------------
 # CI: a skip is a failure
 # --------------------------------------------------------------------------------------------
 
@@ -151,8 +212,8 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
-    """Skips under CI, the ground-truth matrix (tests/test_ground_truth.py) and the service
-    load figures (tests/test_service_load.py) when they ran."""
+    """Skips under CI, the ground-truth matrix (tests/integration/test_ground_truth.py) and
+    the service load figures (tests/integration/test_service_load.py) when they ran."""
     if in_ci() and _skipped:
         terminalreporter.section(
             "CI=true: skipped tests are failures", sep="=", red=True, bold=True

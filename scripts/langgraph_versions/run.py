@@ -49,12 +49,12 @@ REQUIREMENTS = HERE / "requirements.txt"
 EXTRAS = "sqlite,postgres,redis,otlp,inspector"
 
 TESTS = [
-    "tests/test_langgraph_internals.py",
-    "tests/test_saver_drift.py",
-    "tests/test_transparency.py",
-    "tests/test_agents.py",
-    "tests/test_agents_packaged.py",
-    "tests/test_cancelled_runs.py",
+    "tests/integration/test_langgraph_internals.py",
+    "tests/unit/test_saver_drift.py",
+    "tests/integration/test_transparency.py",
+    "tests/integration/test_agents.py",
+    "tests/integration/test_agents_packaged.py",
+    "tests/integration/test_cancelled_runs.py",
 ]
 """The default selection: LangGraph's internals the library reads (and their signatures, with
 `BaseCheckpointSaver`'s, against what the wrapper delegates), the wrapper's transparency,

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# chromium: headless browser for tests/test_report_browser.py, which opens the inspector's HTML
+# chromium: headless browser for tests/integration/test_report_browser.py, which opens the inspector's HTML
 # report (screenshot, DOM after the scripts ran, console errors). Installs the Debian package
 # when missing and we are root with apt-get; otherwise warns (fails when CI=true): the browser
 # tests then skip. Idempotent. Prints the binary's version on a line `chromium: ...`.

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# npm packages for the Grafana dashboard type check (tests/test_grafana_dashboard.py):
+# npm packages for the Grafana dashboard type check (tests/integration/test_grafana_dashboard.py):
 # typescript and @grafana/schema, pinned in dashboards/grafana/check/package-lock.json.
 # Runs `npm ci` when node_modules is missing or was installed from another lockfile; otherwise does
 # nothing. Exits non-zero (loudly) when node or npm is missing or the install fails.

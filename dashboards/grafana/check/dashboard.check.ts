@@ -1,5 +1,5 @@
 // Type check of ../langgraph-checkpoints.json against npm @grafana/schema (run: npm run check, or
-// tests/test_grafana_dashboard.py). generate.mjs turns the JSON into langgraph-checkpoints.gen.ts,
+// tests/integration/test_grafana_dashboard.py). generate.mjs turns the JSON into langgraph-checkpoints.gen.ts,
 // an object literal with `satisfies Dashboard` (a plain JSON import widens its strings; see there).
 import type { Dashboard } from '@grafana/schema';
 
