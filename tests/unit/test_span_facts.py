@@ -34,6 +34,7 @@ from langgraph.checkpoint.otel.core.runs import ActiveRuns
 from langgraph.checkpoint.otel.core.scope_state import LoadNote, ScopeStates
 from langgraph.checkpoint.otel.core.telemetry import Telemetry
 from langgraph.checkpoint.otel.core.watch import DivergenceWatch
+from langgraph.checkpoint.otel.core.witness import SaverMemory
 
 CONTEXT = TraceContext(trace_id=0xABC, span_id=0xDEF)
 
@@ -254,8 +255,8 @@ def _witnesses(options: InstrumentOptions) -> tuple[PutWitness, LoadWitness]:
     hasher = StateHasher(8)
     watch = DivergenceWatch(options.divergence, messages_channel=options.messages_channel)
     runs = ActiveRuns(telemetry, states, hasher, 8)
-    shared = (options, states, runs, hasher, watch, telemetry.guard)
-    return PutWitness(*shared), LoadWitness(*shared)
+    memory = SaverMemory(options, states, runs, hasher, watch, telemetry.guard)
+    return PutWitness(memory), LoadWitness(memory)
 
 
 def test_a_put_after_a_resume_is_its_first_and_grows_the_stored_line() -> None:

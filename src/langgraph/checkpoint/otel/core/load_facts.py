@@ -21,7 +21,6 @@ from langgraph.checkpoint.otel import names
 from langgraph.checkpoint.otel._langgraph.formats import interrupts_written
 from langgraph.checkpoint.otel.analysis.carrier import TraceContext, parse_carrier
 from langgraph.checkpoint.otel.analysis.graph_structure import StructureChange, named_changes
-from langgraph.checkpoint.otel.analysis.hashing import StateHasher
 from langgraph.checkpoint.otel.analysis.records import Scope
 from langgraph.checkpoint.otel.analysis.resume_kinds import (
     Resume,
@@ -35,12 +34,10 @@ from langgraph.checkpoint.otel.analysis.stored_metadata import (
 )
 from langgraph.checkpoint.otel.analysis.text_bounds import bounded_text
 from langgraph.checkpoint.otel.analysis.tool_calls import ToolActivity, last_tool_requests
-from langgraph.checkpoint.otel.core.put_facts import Guard, policy_text
 from langgraph.checkpoint.otel.core.requested_tools import TOOL_CALLS
-from langgraph.checkpoint.otel.core.runs import ActiveRuns
-from langgraph.checkpoint.otel.core.scope_state import LoadNote, ScopeStates, scope_of
-from langgraph.checkpoint.otel.core.watch import DivergenceWatch, ReferenceWalk
-from langgraph.checkpoint.otel.options import InstrumentOptions
+from langgraph.checkpoint.otel.core.scope_state import LoadNote, scope_of
+from langgraph.checkpoint.otel.core.watch import ReferenceWalk
+from langgraph.checkpoint.otel.core.witness import Witness
 
 _CONTINUING_KINDS = frozenset({"crash", "error", "interrupt"})
 """Resumes that continue the execution of the checkpoint they load (a fork starts another)."""
@@ -111,26 +108,9 @@ def loaded_facts(result: Any) -> LoadFacts:
     )
 
 
-class LoadWitness:
+class LoadWitness(Witness):
     """Gathers the `LoadFacts` of the loads of one instrumented saver, and hands a resume over
     to the run it starts."""
-
-    def __init__(
-        self,
-        options: InstrumentOptions,
-        states: ScopeStates,
-        runs: ActiveRuns,
-        hasher: StateHasher,
-        watch: DivergenceWatch,
-        guard: Guard,
-    ) -> None:
-        self._options = options
-        self._states = states
-        self._runs = runs
-        self._hasher = hasher
-        self._watch = watch
-        self._guard = guard
-        self._policy_text = policy_text(options.divergence.stored)
 
     def gather(
         self, result: CheckpointTuple, run: RunRequest | None, latest: Any

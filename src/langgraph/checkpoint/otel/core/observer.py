@@ -54,6 +54,7 @@ from langgraph.checkpoint.otel.core.runs import ActiveRun, ActiveRuns
 from langgraph.checkpoint.otel.core.scope_state import ScopeStates, scope_of
 from langgraph.checkpoint.otel.core.telemetry import PACKAGE_VERSION, Operation, RunTrace, Telemetry
 from langgraph.checkpoint.otel.core.watch import DivergenceWatch
+from langgraph.checkpoint.otel.core.witness import SaverMemory
 from langgraph.checkpoint.otel.options import InstrumentOptions
 
 PRUNE_COUNT_LIMIT = 10_000
@@ -86,9 +87,11 @@ class CheckpointObserver:
         self._runs = ActiveRuns(
             self.telemetry, self._states, self._hasher, options.hash_cache_size, self._events
         )
-        witnessed = (options, self._states, self._runs, self._hasher, self._watch)
-        self._puts = PutWitness(*witnessed, self.telemetry.guard)
-        self._loads = LoadWitness(*witnessed, self.telemetry.guard)
+        memory = SaverMemory(
+            options, self._states, self._runs, self._hasher, self._watch, self.telemetry.guard
+        )
+        self._puts = PutWitness(memory)
+        self._loads = LoadWitness(memory)
         self._migrator = Migrator(options, self.telemetry, self._states, self._hasher)
 
     def forget_threads(self, thread_ids: Iterable[Any]) -> None:

@@ -9,10 +9,9 @@ events and the telemetry stored with the checkpoint. Nothing here talks to OpenT
 
 from __future__ import annotations
 
-import json
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, ParamSpec, Protocol, TypeVar
+from typing import Any
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import ChannelVersions, Checkpoint
@@ -23,7 +22,7 @@ from langgraph.checkpoint.otel._langgraph.loop import delta_snapshot_value, delt
 from langgraph.checkpoint.otel.analysis.carrier import TraceContext
 from langgraph.checkpoint.otel.analysis.detectors import Finding
 from langgraph.checkpoint.otel.analysis.graph_structure import StructureSummary
-from langgraph.checkpoint.otel.analysis.hashing import StateDigest, StateHasher
+from langgraph.checkpoint.otel.analysis.hashing import StateDigest
 from langgraph.checkpoint.otel.analysis.records import (
     CheckpointRecord,
     Scope,
@@ -39,21 +38,9 @@ from langgraph.checkpoint.otel.analysis.tool_calls import (
 )
 from langgraph.checkpoint.otel.core.concurrent_writes import ConcurrentWrites
 from langgraph.checkpoint.otel.core.requested_tools import TOOL_CALLS
-from langgraph.checkpoint.otel.core.runs import ActiveRun, ActiveRuns
-from langgraph.checkpoint.otel.core.scope_state import Lineage, ScopeStates
-from langgraph.checkpoint.otel.core.watch import DivergenceWatch
-from langgraph.checkpoint.otel.options import InstrumentOptions
-
-P = ParamSpec("P")
-T = TypeVar("T")
-
-
-class Guard(Protocol):
-    """`Telemetry.guard`: runs a call, logging (once) and swallowing what it raises."""
-
-    def __call__(
-        self, where: str, fn: Callable[P, T], *args: P.args, **kwargs: P.kwargs
-    ) -> T | None: ...
+from langgraph.checkpoint.otel.core.runs import ActiveRun
+from langgraph.checkpoint.otel.core.scope_state import Lineage
+from langgraph.checkpoint.otel.core.witness import SaverMemory, Witness
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,27 +112,12 @@ class PutFacts:
     """`langgraph.findings`: the kinds of what the put shows."""
 
 
-class PutWitness:
+class PutWitness(Witness):
     """Gathers the `PutFacts` of the puts of one instrumented saver."""
 
-    def __init__(
-        self,
-        options: InstrumentOptions,
-        states: ScopeStates,
-        runs: ActiveRuns,
-        hasher: StateHasher,
-        watch: DivergenceWatch,
-        guard: Guard,
-    ) -> None:
-        self._options = options
-        self._states = states
-        self._runs = runs
-        self._hasher = hasher
-        self._watch = watch
-        self._guard = guard
+    def __init__(self, memory: SaverMemory) -> None:
+        super().__init__(memory)
         self._concurrent = ConcurrentWrites()
-        self._policy = options.divergence.stored
-        self._policy_text = policy_text(self._policy)
 
     def migrated_versions(self, scope: Scope, checkpoint: Checkpoint) -> dict[str, Any]:
         """The channels the first put after a migration also stores (at the new versions the
@@ -358,11 +330,6 @@ class PutWitness:
             trace_id=f"{context.trace_id:032x}",
         )
         return self._concurrent.note((bounded_text(scope[0]), bounded_text(scope[1])), record)
-
-
-def policy_text(stored: Mapping[str, Any]) -> str | None:
-    """The `langgraph.divergence.policy` attribute of a stored policy (None: the default)."""
-    return json.dumps(stored, sort_keys=True, separators=(",", ":")) if stored else None
 
 
 def _with_channel_changes(
