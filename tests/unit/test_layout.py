@@ -84,6 +84,7 @@ def test_every_module_is_in_a_layer() -> None:
         "options.py",
         "migrations.py",
         "bounded.py",
+        "lazy.py",
         "py.typed",
         "_langgraph",
         "analysis",

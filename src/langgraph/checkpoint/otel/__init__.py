@@ -30,6 +30,8 @@ import importlib
 import warnings
 from typing import TYPE_CHECKING, Any
 
+from langgraph.checkpoint.otel.lazy import lazy_names
+
 if TYPE_CHECKING:
     from langgraph.checkpoint.otel.core.instrumentor import LangGraphCheckpointInstrumentor
     from langgraph.checkpoint.otel.core.saver import (
@@ -132,25 +134,18 @@ __all__ = [
 ]
 
 
+_lazy_getattr, __dir__ = lazy_names(__name__, _EXPORTS, __all__)
+
+
 def __getattr__(name: str) -> Any:
-    target = _EXPORTS.get(name)
-    if target is not None:
-        module, attribute = target
-        value = getattr(importlib.import_module(f"{__name__}.{module}"), attribute)
-        globals()[name] = value
-        return value
     package = _MOVED.get(name)
-    if package is not None:
-        home = f"{__name__}.{package}"
-        warnings.warn(
-            f"{__name__}.{name} is deprecated and will be removed in the next minor version: "
-            f"import it from {home} ({home}.{name})",
-            DeprecationWarning,
-            stacklevel=2,
-        )
-        return getattr(importlib.import_module(home), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *__all__})
+    if package is None:
+        return _lazy_getattr(name)
+    home = f"{__name__}.{package}"
+    warnings.warn(
+        f"{__name__}.{name} is deprecated and will be removed in the next minor version: "
+        f"import it from {home} ({home}.{name})",
+        DeprecationWarning,
+        stacklevel=2,
+    )
+    return getattr(importlib.import_module(home), name)
