@@ -88,7 +88,7 @@ def _finding(kind: str = "state") -> Finding:
 
 def test_put_attributes_without_a_state_name_no_hash() -> None:
     attributes = put_attributes(_put())
-    assert attributes[names.NODES] == ["agent"]
+    assert list(attributes[names.NODES]) == ["agent"]  # type: ignore[arg-type]
     assert attributes[names.PARENT_ID] == "c1"
     assert names.STATE_HASH not in attributes
     assert names.THREAD_CHECKPOINTS not in attributes

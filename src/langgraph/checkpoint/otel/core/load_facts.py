@@ -45,7 +45,7 @@ _IN_FLIGHT_KINDS = frozenset({"crash", "error", "interrupt"})
 """Resumes after which a tool call requested but not answered may already have run."""
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class GraphChange:
     """The loaded checkpoint was written under another graph structure."""
 
@@ -53,7 +53,7 @@ class GraphChange:
     change: StructureChange
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class ResumeFacts:
     """What a run's load of a stored checkpoint resumes, and what differs since it was written."""
 
@@ -75,14 +75,17 @@ class ResumeFacts:
     """The running graph's structure hash, where known."""
     graph_change: GraphChange | None
     graph_name: str | None
+    """The running graph's name (gathered for an agent event or a graph change)."""
     execution_id: str
-    """The execution the resumed run is part of (the thread where unknown)."""
+    """The execution the resumed run is part of (the thread where unknown, or where no agent
+    event is emitted)."""
     pause_id: str | None
-    """The one interrupt an `interrupt` resume answers, where it answers exactly one."""
+    """The one interrupt an `interrupt` resume answers, where it answers exactly one (gathered
+    for an agent event)."""
     finding_kinds: tuple[str, ...]
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class LoadFacts:
     """What a load returned: the checkpoint and, for a run's load, the resume."""
 
@@ -113,10 +116,16 @@ class LoadWitness(Witness):
     to the run it starts."""
 
     def gather(
-        self, result: CheckpointTuple, run: RunRequest | None, latest: Any
+        self,
+        result: CheckpointTuple,
+        run: RunRequest | None,
+        latest: Any,
+        *,
+        agent_event: bool = False,
     ) -> tuple[LoadFacts, ReferenceWalk | None]:
         """The facts of a load of `result` (a run's load, started as `run`, resumes it), and
-        after a fork the walk to the reference branch."""
+        after a fork the walk to the reference branch. `agent_event`: the resume's agent event
+        is emitted (its execution, graph and pause are gathered)."""
         facts = loaded_facts(result)
         stored = read_stored_telemetry(result.metadata)
         scope = scope_of(result.config)
@@ -174,9 +183,12 @@ class LoadWitness(Witness):
                 )
 
             loop.after_entry(rebuilt)
-        pending = interrupts_written(
-            (channel, value) for _, channel, value in result.pending_writes or ()
-        )
+        pause_id = None
+        if agent_event and resume.kind == "interrupt":
+            pending = interrupts_written(
+                (channel, value) for _, channel, value in result.pending_writes or ()
+            )
+            pause_id = pending[0][0] if len(pending) == 1 else None
         resume_facts = ResumeFacts(
             resume=resume,
             subgraph=bool(scope[1]),
@@ -188,14 +200,13 @@ class LoadWitness(Witness):
             migration=migration,
             structure_hash=structure.structure_hash if structure is not None else None,
             graph_change=change,
-            graph_name=self._runs.graph_name(scope),
-            execution_id=self._runs.execution_in(scope) or scope[0],
-            pause_id=(pending[0][0] if resume.kind == "interrupt" and len(pending) == 1 else None),
+            graph_name=self._runs.graph_name(scope) if agent_event or change else None,
+            execution_id=(self._runs.execution_in(scope) or scope[0]) if agent_event else scope[0],
+            pause_id=pause_id,
             finding_kinds=tuple(kinds),
         )
-        return LoadFacts(
-            facts.config, facts.checkpoint_id, facts.step, facts.source, resume_facts
-        ), walk
+        facts.resume = resume_facts
+        return facts, walk
 
     def _schema_mismatch(self, stored: StoredTelemetry | None) -> tuple[str, str] | None:
         """(written, running) where the checkpoint was written under another schema version

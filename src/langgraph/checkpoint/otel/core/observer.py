@@ -264,7 +264,9 @@ class CheckpointObserver:
             report_load(op, self.telemetry, loaded_facts(result), None, None)
             return
         run = call.run if call.config is not None else None
-        facts, call.walk = self._loads.gather(result, run, latest)
+        facts, call.walk = self._loads.gather(
+            result, run, latest, agent_event=self._events is not None
+        )
         if facts.resume is not None:
             call.migration = facts.resume.migration
         report_load(op, self.telemetry, facts, call.run_trace, self._events)

@@ -43,7 +43,7 @@ from langgraph.checkpoint.otel.core.scope_state import Lineage
 from langgraph.checkpoint.otel.core.witness import SaverMemory, Witness
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class ChannelChange:
     """A state channel the put changed (`langgraph.channel` event), content-free."""
 
@@ -53,7 +53,7 @@ class ChannelChange:
     summary: str
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class StateFacts:
     """The put's state as hashed: its hash, sizes and growth."""
 
@@ -73,7 +73,7 @@ class StateFacts:
     """Every channel's (hash, size): the hashes stored with the checkpoint."""
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class PutFacts:
     """Everything a put's span, metrics and stored telemetry say about it."""
 
@@ -167,11 +167,9 @@ class PutWitness(Witness):
         run_tools: ToolActivity | None = None
         own: ToolActivity | None = None
         if digest is not None:
-            state = self._state_facts(scope, checkpoint_id, parent_id, digest, delta, values)
-            if recording:
-                state = _with_channel_changes(
-                    state, digest, values, self._options.max_channel_events
-                )
+            state = self._state_facts(
+                scope, checkpoint_id, parent_id, digest, delta, values, recording
+            )
             if state.lineage is not None:
                 self._runs.note_lineage(writer, state.lineage)
             added = self._added_tool_activity(scope, digest, values, not parent_id)
@@ -185,7 +183,7 @@ class PutWitness(Witness):
             config,
             checkpoint,
             metadata,
-            nodes=list(nodes),
+            nodes=nodes,
             channel_hashes=(
                 {name: d.hash for name, d in digest.channels.items()} if digest else None
             ),
@@ -276,7 +274,9 @@ class PutWitness(Witness):
         digest: StateDigest,
         delta: frozenset[str],
         values: Mapping[str, Any],
+        recording: bool,
     ) -> StateFacts:
+        """The put's state as hashed; with `recording`, its changed channels summarised."""
         sizes = _written_sizes(digest, delta)
         written = sum(sizes.values())
         state_changes = [c for c in digest.changed if is_state_channel(c)]
@@ -288,7 +288,13 @@ class PutWitness(Witness):
             largest_channel=(None if largest is None else (largest, digest.channels[largest].size)),
             lineage=self._states.extend_lineage(scope, checkpoint_id, parent_id, written),
             channel_sizes=tuple((c, sizes[c]) for c in state_changes),
-            channel_changes=(),
+            channel_changes=(
+                _channel_changes(
+                    digest, sizes, state_changes, values, self._options.max_channel_events
+                )
+                if recording
+                else ()
+            ),
             channel_digests={name: (d.hash, d.size) for name, d in digest.channels.items()},
         )
 
@@ -332,14 +338,16 @@ class PutWitness(Witness):
         return self._concurrent.note((bounded_text(scope[0]), bounded_text(scope[1])), record)
 
 
-def _with_channel_changes(
-    state: StateFacts, digest: StateDigest, values: Mapping[str, Any], limit: int
-) -> StateFacts:
-    """`state` with its `channel_changes`: the largest changed state channels, summarised."""
-    sizes = dict(state.channel_sizes)
-    changed = sorted(sizes, key=lambda c: -sizes[c])
+def _channel_changes(
+    digest: StateDigest,
+    sizes: Mapping[str, int],
+    channels: list[str],
+    values: Mapping[str, Any],
+    limit: int,
+) -> tuple[ChannelChange, ...]:
+    """The largest `limit` of the changed state `channels`, summarised."""
     changes = []
-    for channel in changed[:limit]:
+    for channel in sorted(channels, key=lambda c: -sizes[c])[:limit]:
         previous = digest.previous.get(channel)
         changes.append(
             ChannelChange(
@@ -349,16 +357,7 @@ def _with_channel_changes(
                 summarize(values.get(channel), previous.count if previous else None),
             )
         )
-    return StateFacts(
-        state.state_hash,
-        state.size_bytes,
-        state.written_bytes,
-        state.largest_channel,
-        state.lineage,
-        state.channel_sizes,
-        tuple(changes),
-        state.channel_digests,
-    )
+    return tuple(changes)
 
 
 def _largest_state_channel(digest: StateDigest) -> str | None:

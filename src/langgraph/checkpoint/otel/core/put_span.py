@@ -19,8 +19,8 @@ SpanEvent = tuple[str, dict[str, AttributeValue]]
 def put_attributes(facts: PutFacts) -> dict[str, AttributeValue]:
     """The attributes the put span adds to those of its config."""
     attributes: dict[str, AttributeValue] = {
-        names.NODES: list(facts.nodes),
-        names.CHANNELS_CHANGED: list(facts.channels_changed),
+        names.NODES: facts.nodes,
+        names.CHANNELS_CHANGED: facts.channels_changed,
         names.VERSION: facts.version,
     }
     if facts.parent_id is not None:
@@ -50,7 +50,8 @@ def put_attributes(facts: PutFacts) -> dict[str, AttributeValue]:
             attributes[names.THREAD_WRITTEN_BYTES] = state.lineage[1]
     if facts.findings:
         attributes[names.DIVERGENCE_DETECTED] = True
-    attributes.update(names.finding_attributes(list(facts.finding_kinds)))
+    if facts.finding_kinds:
+        attributes.update(names.finding_attributes(facts.finding_kinds))
     return attributes
 
 
@@ -134,7 +135,7 @@ def stored_telemetry(facts: PutFacts) -> StoredTelemetry | None:
         return None
     return StoredTelemetry(
         state_hash,
-        dict(state.channel_digests) if state is not None and facts.store_hashes else {},
+        state.channel_digests if state is not None and facts.store_hashes else {},
         facts.nodes,
         facts.trace_context.carrier() if facts.trace_context else {},
         facts.resumed_from,
@@ -155,7 +156,7 @@ def report_put(op: Operation, telemetry: Telemetry, facts: PutFacts, max_events:
             op.event(name, attributes)
     op.set(put_attributes(facts))
     if facts.state is not None:
-        telemetry.record_sizes(facts.state.size_bytes, list(facts.state.channel_sizes))
+        telemetry.record_sizes(facts.state.size_bytes, facts.state.channel_sizes)
     for finding in facts.findings:
         telemetry.count_divergence(finding.kind)
     if facts.concurrent_with is not None:

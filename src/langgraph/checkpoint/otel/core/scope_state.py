@@ -73,7 +73,7 @@ class LoadNote:
         return (self.resume_kind, self.from_checkpoint_id)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class PutHandover:
     """What a put takes of its scope's state as it applies: the checkpoint put or loaded
     before it, the nodes seen writing on its parent, and the resume it is the first put of."""
