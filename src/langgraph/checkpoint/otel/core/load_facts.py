@@ -154,6 +154,45 @@ class LoadWitness(Witness):
         if change is not None:
             kinds.append(names.FindingKinds.GRAPH_CHANGED)
         migration = schema_mismatch if self._options.migrations is not None else None
+        walk = self._hand_over(scope, resume, result, stored, migration, latest)
+        pause_id = None
+        if agent_event and resume.kind == "interrupt":
+            pending = interrupts_written(
+                (channel, value) for _, channel, value in result.pending_writes or ()
+            )
+            pause_id = pending[0][0] if len(pending) == 1 else None
+        resume_facts = ResumeFacts(
+            resume=resume,
+            subgraph=bool(scope[1]),
+            age_s=_age_seconds(result.checkpoint.get("ts")),
+            policy_text=self._policy_text,
+            writer=parse_carrier(stored.carrier if stored else None),
+            schema_version=self._options.schema_version,
+            schema_mismatch=schema_mismatch,
+            migration=migration,
+            structure_hash=structure.structure_hash if structure is not None else None,
+            graph_change=change,
+            graph_name=self._runs.graph_name(scope) if agent_event or change else None,
+            execution_id=(self._runs.execution_in(scope) or scope[0]) if agent_event else scope[0],
+            pause_id=pause_id,
+            finding_kinds=tuple(kinds),
+        )
+        facts.resume = resume_facts
+        return facts, walk
+
+    def _hand_over(
+        self,
+        scope: Scope,
+        resume: Resume,
+        result: CheckpointTuple,
+        stored: StoredTelemetry | None,
+        migration: tuple[str, str] | None,
+        latest: Any,
+    ) -> ReferenceWalk | None:
+        """Hand a resume over to the run it starts: the tool calls in flight, the note for its
+        first put, the divergence watch, the hashes already known (and those of its delta
+        channels once the loop has rebuilt them); after a fork, the walk to the reference
+        branch."""
         values = result.checkpoint.get("channel_values") or {}
         self._note_tool_requests(scope, resume, values)
         self._states.loaded(
@@ -183,30 +222,7 @@ class LoadWitness(Witness):
                 )
 
             loop.after_entry(rebuilt)
-        pause_id = None
-        if agent_event and resume.kind == "interrupt":
-            pending = interrupts_written(
-                (channel, value) for _, channel, value in result.pending_writes or ()
-            )
-            pause_id = pending[0][0] if len(pending) == 1 else None
-        resume_facts = ResumeFacts(
-            resume=resume,
-            subgraph=bool(scope[1]),
-            age_s=_age_seconds(result.checkpoint.get("ts")),
-            policy_text=self._policy_text,
-            writer=parse_carrier(stored.carrier if stored else None),
-            schema_version=self._options.schema_version,
-            schema_mismatch=schema_mismatch,
-            migration=migration,
-            structure_hash=structure.structure_hash if structure is not None else None,
-            graph_change=change,
-            graph_name=self._runs.graph_name(scope) if agent_event or change else None,
-            execution_id=(self._runs.execution_in(scope) or scope[0]) if agent_event else scope[0],
-            pause_id=pause_id,
-            finding_kinds=tuple(kinds),
-        )
-        facts.resume = resume_facts
-        return facts, walk
+        return walk
 
     def _schema_mismatch(self, stored: StoredTelemetry | None) -> tuple[str, str] | None:
         """(written, running) where the checkpoint was written under another schema version
