@@ -150,7 +150,7 @@ class CheckpointObserver:
             extra = self.telemetry.guard(
                 "store migrated", self._puts.migrated_versions, scope, checkpoint
             )
-            if extra is not None:
+            if extra:  # nothing migrated: the versions are passed on as they are
                 call.new_versions = {**extra, **call.new_versions}
         with self.telemetry.operation(names.SPAN_PUT, "put", attributes, run=run) as op:
             self.telemetry.guard(

@@ -10,7 +10,7 @@ events and the telemetry stored with the checkpoint. Nothing here talks to OpenT
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from langchain_core.runnables import RunnableConfig
@@ -108,7 +108,7 @@ class PutFacts:
     execution: str | None = None
     store_hashes: bool = True
     user_claims_metadata_key: bool = False
-    finding_kinds: tuple[str, ...] = field(default=())
+    finding_kinds: tuple[str, ...] = ()
     """`langgraph.findings`: the kinds of what the put shows."""
 
 
