@@ -206,6 +206,32 @@ PRUNE_CHECKPOINTS_REMOVED: Final = "langgraph.prune.checkpoints_removed"
 """Checkpoints of the pruned threads (all namespaces) before the call, and how many it removed
 (counted by listing the threads before and after; set when the span is recording)."""
 
+# --- retention (`langgraph-otel retention --apply`; LangGraph's own prune reports the same) ---
+SPAN_RETENTION_APPLY: Final = "langgraph.retention.apply"
+"""One `retention --apply` (or `restore`): its policy and totals."""
+SPAN_RETENTION_THREAD: Final = "langgraph.retention.thread"
+"""One thread of an apply, a child of `langgraph.retention.apply`."""
+RETENTION_POLICY: Final = "langgraph.retention.policy"
+"""The policy as text, e.g. `keep_last=20 older_than=30d idle_longer_than=90d`."""
+RETENTION_THREADS: Final = "langgraph.retention.threads"
+"""Threads the apply planned to change."""
+RETENTION_THREADS_SKIPPED: Final = "langgraph.retention.threads_skipped"
+"""Threads left untouched: written to during the apply, or whose latest state changed."""
+RETENTION_OUTCOME: Final = "langgraph.retention.outcome"
+"""Per thread: `applied`, `skipped_written` (written to during the apply), `restored`, or
+`failed`."""
+RETENTION_CHECKPOINTS_REMOVED: Final = "langgraph.retention.checkpoints_removed"
+RETENTION_WRITES_REMOVED: Final = "langgraph.retention.writes_removed"
+RETENTION_BYTES_RECLAIMED: Final = "langgraph.retention.bytes_reclaimed"
+"""Stored bytes removed (checkpoints, their writes and blobs no kept checkpoint references);
+on `langgraph.checkpoint.prune` spans too, measured the same way where the saver is known."""
+RETENTION_CHECKPOINTS_KEPT: Final = "langgraph.retention.checkpoints_kept"
+RETENTION_ARCHIVE: Final = "langgraph.retention.archive"
+"""The archive file's name (not its path) the removed checkpoints were written to."""
+RETENTION_BY: Final = "langgraph.retention.by"
+"""Metric attribute: what removed the checkpoints, `apply` (this library) or `prune`
+(LangGraph's `prune`)."""
+
 # --- resume (issue: resume lineage) -----------------------------------------------------------
 RESUME_KIND: Final = "langgraph.resume.kind"
 RESUME_FROM_CHECKPOINT_ID: Final = "langgraph.resume.from_checkpoint_id"
@@ -304,6 +330,12 @@ graph's name)."""
 METRIC_CONCURRENT_WRITES: Final = "langgraph.checkpoint.concurrent_writes"
 """Counter: puts whose parent already has a child written by another run (attribute: the
 graph's name)."""
+METRIC_RETENTION_CHECKPOINTS_REMOVED: Final = "langgraph.checkpoint.retention.checkpoints_removed"
+"""Counter, {checkpoint}: checkpoints removed by retention (attributes: `langgraph.retention.by`,
+`langgraph.saver`)."""
+METRIC_RETENTION_BYTES_RECLAIMED: Final = "langgraph.checkpoint.retention.reclaimed"
+"""Counter, By: stored bytes reclaimed by retention (attributes as for the checkpoints
+removed)."""
 
 # --- checkpoint metadata written by the wrapper -----------------------------------------------
 METADATA_KEY: Final = "otel"
