@@ -1,7 +1,8 @@
 """The package's layers, bottom to top: the base modules (`names`, `options`, `bounded`,
 `migrations`) beside `_langgraph` (every LangGraph internal and string format), `analysis` (pure
 logic), `core` (the wrapper), the public packages built on it by audience (`testing`: the resume
-harness and replay; `export`: span and metric files; `inspector`: the `langgraph-otel` command),
+harness and replay; `export`: span and metric files; `inspector`: the `langgraph-otel` command;
+`retention`: its plan, apply, archive and restore),
 the public face of the package root (what a user of the wrapper needs, lazily loaded), and
 `__main__` (the inspector's launcher). No module imports a layer above its own."""
 
@@ -23,6 +24,7 @@ RANK = {
     "testing": 3,
     "export": 3,
     "inspector": 3,
+    "retention": 3,
     "facade": 4,
     "main": 5,
 }
@@ -92,8 +94,9 @@ def test_every_module_is_in_a_layer() -> None:
         "testing",
         "export",
         "inspector",
+        "retention",
     }
-    for layer in ("_langgraph", "analysis", "core", "testing", "export", "inspector"):
+    for layer in ("_langgraph", "analysis", "core", "testing", "export", "inspector", "retention"):
         assert (ROOT / layer / "__init__.py").read_text().startswith('"""')
 
 
