@@ -49,12 +49,15 @@ class PutCall(InnerCall):
 @dataclass(slots=True)
 class PruneCall:
     """A prune in progress: the saver sets `before` and `after` (checkpoints of the threads)
-    when `counting`, and times the inner call alone with `inner()`."""
+    and `bytes_before` and `bytes_after` (their stored bytes, `_langgraph.stored_bytes`) when
+    `counting`, and times the inner call alone with `inner()`."""
 
     op: Operation | None = None
     counting: bool = False
     before: int | None = None
     after: int | None = None
+    bytes_before: int | None = None
+    bytes_after: int | None = None
 
     def inner(self) -> AbstractContextManager[None]:
         """Time the inner prune (the counting is the library's own time)."""

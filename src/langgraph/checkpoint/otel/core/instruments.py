@@ -27,6 +27,25 @@ CHECKPOINT_COUNT_BUCKETS: tuple[float, ...] = (
 """Checkpoints per thread."""
 
 
+class RetentionCounters:
+    """What retention removed: `langgraph-otel retention --apply` and LangGraph's own `prune`
+    (attributes `langgraph.retention.by` and `langgraph.saver`)."""
+
+    __slots__ = ("bytes_reclaimed", "checkpoints_removed")
+
+    def __init__(self, meter: Meter) -> None:
+        self.checkpoints_removed: Counter = meter.create_counter(
+            names.METRIC_RETENTION_CHECKPOINTS_REMOVED,
+            unit="{checkpoint}",
+            description="Checkpoints removed by retention (an apply or a saver's prune).",
+        )
+        self.bytes_reclaimed: Counter = meter.create_counter(
+            names.METRIC_RETENTION_BYTES_RECLAIMED,
+            unit="By",
+            description="Stored bytes reclaimed by retention (an apply or a saver's prune).",
+        )
+
+
 class Instruments:
     """Every metric instrument of one instrumented saver, created from `meter`."""
 
@@ -95,3 +114,4 @@ class Instruments:
             unit="{checkpoint}",
             description="Checkpoints whose parent already has a child written by another run.",
         )
+        self.retention = RetentionCounters(meter)

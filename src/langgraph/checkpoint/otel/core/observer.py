@@ -380,23 +380,34 @@ class CheckpointObserver:
     def pruning(
         self, attributes: Mapping[str, AttributeValue], thread_ids: Sequence[Any]
     ) -> Iterator[PruneCall]:
-        """Observe a prune; while the span records, the saver counts the threads'
-        checkpoints before and after (`PruneCall.counting`), reported as what was removed."""
+        """Observe a prune; while the span records or metrics are read, the saver counts the
+        threads' checkpoints and measures their stored bytes before and after
+        (`PruneCall.counting`), reported as what was removed and reclaimed: on the span and
+        in the retention counters (`langgraph.retention.by` = `prune`)."""
         call = PruneCall()
         if not self.active():
             yield call
         else:
-            with self.telemetry.operation(names.SPAN_PRUNE, "prune", attributes) as op:
+            telemetry = self.telemetry
+            with telemetry.operation(names.SPAN_PRUNE, "prune", attributes) as op:
                 call.op = op
-                call.counting = op.recording
+                call.counting = op.recording or telemetry.metrics_recording()
                 yield call
+                removed = reclaimed = None
                 if call.before is not None and call.after is not None:
+                    removed = max(0, call.before - call.after)
                     op.set(
                         {
                             names.PRUNE_CHECKPOINTS_BEFORE: call.before,
-                            names.PRUNE_CHECKPOINTS_REMOVED: max(0, call.before - call.after),
+                            names.PRUNE_CHECKPOINTS_REMOVED: removed,
                         }
                     )
+                if call.bytes_before is not None and call.bytes_after is not None:
+                    reclaimed = max(0, call.bytes_before - call.bytes_after)
+                    op.set({names.RETENTION_BYTES_RECLAIMED: reclaimed})
+                telemetry.guard(
+                    "count retention", telemetry.count_retention, "prune", removed, reclaimed
+                )
         self.telemetry.guard("forget threads", self.forget_threads, thread_ids)
 
 

@@ -39,6 +39,7 @@ from langgraph.checkpoint.serde.base import SerializerProtocol
 from opentelemetry.util.types import AttributeValue
 
 from langgraph.checkpoint.otel import names
+from langgraph.checkpoint.otel._langgraph.stored_bytes import athread_bytes, thread_bytes
 from langgraph.checkpoint.otel.analysis.stored_metadata import without_stored_telemetry
 from langgraph.checkpoint.otel.analysis.text_bounds import bounded_text
 from langgraph.checkpoint.otel.core.calls import config_attributes, latest_config
@@ -304,25 +305,27 @@ class _Capabilities:
 
     def prune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
         with self.observer.pruning(_prune(thread_ids, strategy), thread_ids) as call:
-            call.before = _count(self.inner, thread_ids, self.observer) if call.counting else None
+            if call.counting:
+                call.before = _count(self.inner, thread_ids, self.observer)
+                call.bytes_before = _measure(self.inner, thread_ids, self.observer)
             with call.inner():
                 self.inner.prune(thread_ids, strategy=strategy)
-            call.after = (
-                _count(self.inner, thread_ids, self.observer) if call.before is not None else None
-            )
+            if call.before is not None:
+                call.after = _count(self.inner, thread_ids, self.observer)
+            if call.bytes_before is not None:
+                call.bytes_after = _measure(self.inner, thread_ids, self.observer)
 
     async def aprune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
         with self.observer.pruning(_prune(thread_ids, strategy), thread_ids) as call:
-            call.before = (
-                await _acount(self.inner, thread_ids, self.observer) if call.counting else None
-            )
+            if call.counting:
+                call.before = await _acount(self.inner, thread_ids, self.observer)
+                call.bytes_before = await _ameasure(self.inner, thread_ids, self.observer)
             with call.inner():
                 await self.inner.aprune(thread_ids, strategy=strategy)
-            call.after = (
-                await _acount(self.inner, thread_ids, self.observer)
-                if call.before is not None
-                else None
-            )
+            if call.before is not None:
+                call.after = await _acount(self.inner, thread_ids, self.observer)
+            if call.bytes_before is not None:
+                call.bytes_after = await _ameasure(self.inner, thread_ids, self.observer)
 
     def get_delta_channel_history(
         self, *, config: RunnableConfig, channels: Sequence[str]
@@ -410,6 +413,27 @@ async def _acount(
         return total
     except Exception as exc:
         observer.telemetry.fault("count checkpoints", exc)
+        return None
+
+
+def _measure(inner: Saver, thread_ids: Sequence[str], observer: CheckpointObserver) -> int | None:
+    """Stored bytes of the threads (`_langgraph.stored_bytes`), or None where the saver has no
+    measure or measuring fails (the fault is logged; the prune goes on)."""
+    try:
+        return thread_bytes(inner, thread_ids)
+    except Exception as exc:
+        observer.telemetry.fault("measure stored bytes", exc)
+        return None
+
+
+async def _ameasure(
+    inner: Saver, thread_ids: Sequence[str], observer: CheckpointObserver
+) -> int | None:
+    """`_measure`, async (`AsyncPostgresSaver`; None for the other async savers)."""
+    try:
+        return await athread_bytes(inner, thread_ids)
+    except Exception as exc:
+        observer.telemetry.fault("measure stored bytes", exc)
         return None
 
 

@@ -682,6 +682,15 @@ class Telemetry:
             self.instruments.concurrent_writes.add, 1, _graph_attributes(graph_name)
         )
 
+    def count_retention(self, by: str, checkpoints: int | None, reclaimed: int | None) -> None:
+        """Count what a retention call (`by`: `prune`, `apply`) removed and reclaimed."""
+        attributes = {names.RETENTION_BY: by, names.SAVER: self.saver_name}
+        counters = self.instruments.retention
+        if checkpoints is not None:
+            self.measurements.take(counters.checkpoints_removed.add, checkpoints, attributes)
+        if reclaimed is not None:
+            self.measurements.take(counters.bytes_reclaimed.add, reclaimed, attributes)
+
     def count_resume(self, kind: str) -> None:
         """Count one resume by kind."""
         self.measurements.take(self.instruments.resumes.add, 1, {names.RESUME_KIND: kind})
