@@ -20,22 +20,18 @@ from __future__ import annotations
 
 import heapq
 import importlib
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from typing import Any
 
 from langgraph.checkpoint.base import BaseCheckpointSaver
 
 from langgraph.checkpoint.otel import names
+from langgraph.checkpoint.otel.analysis.checkpoint_time import id_floor, parse_duration
 from langgraph.checkpoint.otel.inspector.sources import SourceError, Sources, _why
 
 DEFAULT_LIMIT = 50
-UUID_EPOCH = datetime(1582, 10, 15, tzinfo=UTC)
-"""The UUID v1/v6 epoch: its timestamp counts 100-ns intervals from here."""
-DURATION = re.compile(r"^(\d+(?:\.\d+)?)\s*([smhdw])$")
-UNITS = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days", "w": "weeks"}
 
 
 @dataclass(frozen=True)
@@ -82,10 +78,9 @@ def parse_since(text: str, now: datetime | None = None) -> datetime:
 
     A date or date-time without a time zone is local time, as the tables show times.
     """
-    match = DURATION.match(text.strip().lower())
-    if match:
-        amount, unit = float(match.group(1)), UNITS[match.group(2)]
-        return (now or datetime.now(UTC)) - timedelta(**{unit: amount})
+    duration = parse_duration(text)
+    if duration is not None:
+        return (now or datetime.now(UTC)) - duration
     try:
         when = datetime.fromisoformat(text.strip())
     except ValueError:
@@ -93,12 +88,6 @@ def parse_since(text: str, now: datetime | None = None) -> datetime:
             f"--since {text!r}: not a date (2026-11-30), a date-time or a duration (7d, 12h)"
         ) from None
     return when if when.tzinfo else when.astimezone()
-
-
-def id_floor(when: datetime) -> str:
-    """The smallest UUID v6 text of a checkpoint written at or after `when`."""
-    ticks = max(0, (when - UUID_EPOCH) // timedelta(microseconds=1) * 10)
-    return f"{ticks >> 28:08x}-{(ticks >> 12) & 0xFFFF:04x}-6{ticks & 0xFFF:03x}-0000-000000000000"
 
 
 def latest_threads(sources: Sources, query: ThreadQuery) -> ThreadPage:
