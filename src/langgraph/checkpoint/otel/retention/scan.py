@@ -1,0 +1,484 @@
+"""Read what retention plans from: each thread's stored checkpoints as `StoredCheckpoint` rows,
+a page of threads at a time, never a channel value.
+
+Per store (told by class, as `inspector.thread_list` does):
+
+* `SqliteSaver` (stock schema): threads paged in thread-id order over the primary key; per
+  page one query over `checkpoints` (ids, parent, the metadata's `source`, `parents` and
+  delta counters) and one over `writes` grouped by checkpoint and channel. A checkpoint's
+  msgpack is decoded (keys only, no value built) only on threads whose metadata has delta
+  counters, to tell which delta channels it stores without a value.
+* `PostgresSaver` (stock schema): the same, plus `checkpoint_blobs`: the blobs each checkpoint
+  references through its `channel_versions` (those that exist), with their sizes.
+* `RedisSaver`: thread ids from its checkpoint index (search), then each thread's checkpoint,
+  blob and write keys read by key (JSON documents; sizes from `MEMORY USAGE`).
+* any other saver: `list()` per thread, sizes from the saver's serde.
+
+Bytes (what an apply frees, and what `plan.bytes` counts), per store:
+
+* SQLite: a checkpoint is `length(checkpoint) + length(metadata)`, a write `length(value)`:
+  the stored payload. SQLite keeps freed pages in the file (reused by later writes) until a
+  `VACUUM`; the file does not shrink by itself.
+* PostgreSQL: `pg_column_size` of `checkpoint` + `metadata` (a checkpoint), of `blob` (a write,
+  a blob): the stored size of the values after TOAST compression. Space is reused after
+  (auto)vacuum, as for any delete.
+* Redis: `MEMORY USAGE` of each key (a checkpoint's document, a write's, a blob's), which
+  counts what the server frees when the key is deleted (its sampled estimate for large
+  documents).
+* other savers: the serde's bytes of the checkpoint and metadata and of each write's value.
+
+A thread's rows carry interrupts (an `__interrupt__` write and no `__resume__`), delta channels
+(the metadata's `counters_since_delta_snapshot` channels that have a version and no value in the
+checkpoint), the checkpoint a subgraph call's namespace was started by (the metadata's
+`parents`), and, on PostgreSQL, the parent a pre-v4 checkpoint reads its pending sends from.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from datetime import datetime
+from typing import Any
+
+import ormsgpack
+from langgraph.checkpoint.base import BaseCheckpointSaver
+
+from langgraph.checkpoint.otel._langgraph.formats import (
+    DELTA_COUNTERS_KEY,
+    RESUME_CHANNEL,
+    TASKS_CHANNEL,
+)
+from langgraph.checkpoint.otel._langgraph.namespaces import parent_namespace
+from langgraph.checkpoint.otel.analysis.retention import (
+    BlobRef,
+    CheckpointRef,
+    RetentionPolicy,
+    StoredCheckpoint,
+    ThreadPlan,
+    is_call_namespace,
+    plan_thread,
+)
+from langgraph.checkpoint.otel.inspector.thread_list import (
+    ThreadQuery,
+    _after_prefix,
+    _kind,
+    _saver_latest,
+)
+
+INTERRUPT_CHANNEL = "__interrupt__"
+PAGE = 500
+"""Threads read per query (SQL stores)."""
+
+Advance = Callable[[], None] | None
+
+
+def scan_threads(
+    saver: BaseCheckpointSaver[Any], query: ThreadQuery, advance: Advance = None
+) -> Iterator[list[StoredCheckpoint]]:
+    """Each selected thread's stored checkpoints (all namespaces), one list per thread.
+
+    `query.prefix` and `query.since` select threads (since: by their newest checkpoint);
+    `query.limit` caps how many (None: all); `advance` is called once per thread.
+    """
+    kind = _kind(saver)
+    if kind == "sqlite":
+        threads: Iterator[list[StoredCheckpoint]] = _SqliteScan(saver, query).threads()
+    elif kind == "postgres":
+        threads = _PostgresScan(saver, query).threads()
+    elif kind == "redis":
+        threads = _redis_threads(saver, query)
+    else:
+        threads = _listed_threads(saver, query)
+    for rows in threads:
+        if rows:
+            yield rows
+            if advance is not None:
+                advance()
+
+
+def plan_threads(
+    saver: BaseCheckpointSaver[Any],
+    policy: RetentionPolicy,
+    query: ThreadQuery,
+    now: datetime,
+    advance: Advance = None,
+) -> Iterator[ThreadPlan]:
+    """`plan_thread` of each thread `scan_threads` reads."""
+    for rows in scan_threads(saver, query, advance):
+        yield plan_thread(rows, policy, now)
+
+
+# --- what the rows say, whatever the store ---------------------------------------------------
+
+
+class _Writes:
+    """A checkpoint's writes: count, bytes, channels."""
+
+    __slots__ = ("by_channel", "count", "size")
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.size = 0
+        self.by_channel: dict[str, int] = {}
+
+    def add(self, channel: str, count: int, size: int) -> None:
+        self.count += count
+        self.size += size
+        self.by_channel[channel] = self.by_channel.get(channel, 0) + size
+
+
+def _metadata(raw: Any) -> tuple[dict[str, Any] | None, str | None]:
+    """The metadata as a dict, or why it cannot be read."""
+    if isinstance(raw, Mapping):
+        return dict(raw), None
+    try:
+        text = (
+            bytes(raw).decode("utf-8") if isinstance(raw, bytes | bytearray | memoryview) else raw
+        )
+        value = json.loads(text) if text else {}
+    except (ValueError, TypeError, UnicodeDecodeError):
+        return None, "its metadata is not readable JSON"
+    return (value, None) if isinstance(value, dict) else (None, "its metadata is not an object")
+
+
+def _started_by(thread_id: str, ns: str, metadata: Mapping[str, Any]) -> CheckpointRef | None:
+    """The parent namespace's checkpoint that ran this subgraph call (metadata `parents`)."""
+    if not is_call_namespace(ns):
+        return None
+    parents = metadata.get("parents")
+    if not isinstance(parents, Mapping):
+        return None
+    parent_ns = parent_namespace(ns)
+    starter = parents.get(parent_ns)
+    return None if not isinstance(starter, str) else CheckpointRef(thread_id, parent_ns, starter)
+
+
+def _delta_channels(
+    metadata: Mapping[str, Any], versions: Iterable[str], values: Iterable[str]
+) -> frozenset[str]:
+    """Delta channels written at least once and stored without a value here."""
+    counters = metadata.get(DELTA_COUNTERS_KEY)
+    if not isinstance(counters, Mapping):
+        return frozenset()
+    return frozenset(set(counters) & set(versions) - set(values))
+
+
+def _row(
+    ref: CheckpointRef,
+    parent_id: str | None,
+    metadata: Mapping[str, Any] | None,
+    size: int,
+    writes: _Writes | None,
+    *,
+    why: str | None = None,
+    blobs: frozenset[BlobRef] = frozenset(),
+    delta: frozenset[str] = frozenset(),
+    references: frozenset[CheckpointRef] = frozenset(),
+) -> StoredCheckpoint:
+    writes = writes or _Writes()
+    source = metadata.get("source") if metadata is not None else None
+    channels = writes.by_channel
+    return StoredCheckpoint(
+        ref=ref,
+        parent_id=parent_id,
+        source=source if isinstance(source, str) else None,
+        bytes=size,
+        writes=writes.count,
+        writes_bytes=writes.size,
+        blobs=blobs,
+        pending_interrupt=INTERRUPT_CHANNEL in channels and RESUME_CHANNEL not in channels,
+        delta_channels=delta,
+        references=references,
+        unproven=why,
+        started_by=None
+        if metadata is None
+        else _started_by(ref.thread_id, ref.checkpoint_ns, metadata),
+        writes_by_channel=tuple(sorted(channels.items())),
+    )
+
+
+def _msgpack_keys(kind: str | None, blob: bytes | None) -> tuple[list[str], list[str]] | None:
+    """(channel_versions keys, channel_values keys) of a msgpack checkpoint, no value built."""
+    if kind != "msgpack" or blob is None:
+        return None
+    try:
+        data = ormsgpack.unpackb(bytes(blob), ext_hook=lambda code, data: None)
+    except (ormsgpack.MsgpackDecodeError, ValueError, TypeError):
+        return None
+    versions, values = data.get("channel_versions"), data.get("channel_values")
+    if not isinstance(versions, dict) or not isinstance(values, dict):
+        return None
+    return list(versions), list(values)
+
+
+# --- SQLite and PostgreSQL (stock schemas) ---------------------------------------------------
+
+
+class _SqlScan:
+    """Threads paged in id order (keyset over the primary key), PAGE at a time."""
+
+    postgres = False
+    mark = "?"
+    among = "thread_id >= ? AND thread_id <= ?"
+    """The page's threads (a range on the primary key; rows of threads outside the page but
+    inside the range are dropped)."""
+
+    def among_params(self, ids: list[str]) -> list[Any]:
+        return [ids[0], ids[-1]]
+
+    def __init__(self, saver: Any, query: ThreadQuery) -> None:
+        self.saver = saver
+        self.query = query
+
+    def threads(self) -> Iterator[list[StoredCheckpoint]]:
+        after: str | None = None
+        left = self.query.limit
+        while left is None or left > 0:
+            want = PAGE if left is None else min(PAGE, left)
+            ids = self.page(after, want)
+            if not ids:
+                return
+            rows = self.read(ids)
+            for thread_id in ids:
+                yield rows.get(thread_id, [])
+            after = ids[-1]
+            if left is not None:
+                left -= len(ids)
+            if len(ids) < want:
+                return
+
+    def page(self, after: str | None, want: int) -> list[str]:
+        mark, query = self.mark, self.query
+        where, params = [], []
+        if after is not None:
+            where.append(f"thread_id > {mark}")
+            params.append(after)
+        if query.prefix and self.postgres:
+            where.append(f"starts_with(thread_id, {mark})")  # exact under any collation
+            params.append(query.prefix)
+        elif query.prefix:
+            where.append(f"thread_id >= {mark}")
+            params.append(query.prefix)
+            upper = _after_prefix(query.prefix)
+            if upper is not None:
+                where.append(f"thread_id < {mark}")
+                params.append(upper)
+        having = ""
+        if query.id_floor is not None:
+            having = f" HAVING MAX(checkpoint_id) >= {mark}"
+            params.append(query.id_floor)
+        sql = (
+            "SELECT thread_id FROM checkpoints"
+            + (" WHERE " + " AND ".join(where) if where else "")
+            + " GROUP BY thread_id"
+            + having
+            + f" ORDER BY thread_id LIMIT {mark}"
+        )
+        ids = [str(r[0]) for r in self.fetch(sql, [*params, want])]
+        return [t for t in ids if t.startswith(query.prefix)]
+
+    def fetch(self, sql: str, params: Sequence[Any]) -> list[Sequence[Any]]:
+        raise NotImplementedError
+
+    def read(self, ids: list[str]) -> dict[str, list[StoredCheckpoint]]:
+        raise NotImplementedError
+
+    def writes(self, ids: list[str], table: str, value: str) -> dict[tuple[str, str, str], _Writes]:
+        sql = (
+            f"SELECT thread_id, checkpoint_ns, checkpoint_id, channel, COUNT(*), "
+            f"COALESCE(SUM({value}), 0) FROM {table} "
+            f"WHERE {self.among} "
+            "GROUP BY thread_id, checkpoint_ns, checkpoint_id, channel"
+        )
+        wanted = set(ids)
+        found: dict[tuple[str, str, str], _Writes] = defaultdict(_Writes)
+        for thread_id, ns, cid, channel, count, size in self.fetch(sql, self.among_params(ids)):
+            if thread_id in wanted:
+                found[(str(thread_id), str(ns), str(cid))].add(str(channel), int(count), int(size))
+        return found
+
+
+class _SqliteScan(_SqlScan):
+    def fetch(self, sql: str, params: Sequence[Any]) -> list[Sequence[Any]]:
+        with self.saver.cursor(transaction=False) as cur:
+            return list(cur.execute(sql, list(params)))
+
+    def read(self, ids: list[str]) -> dict[str, list[StoredCheckpoint]]:
+        meta = "CAST(metadata AS TEXT)"
+        sql = (
+            "SELECT thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, "
+            f"{meta}, length(checkpoint) + length(metadata), "
+            f"CASE WHEN json_valid({meta}) AND json_type({meta}, '$.{DELTA_COUNTERS_KEY}') "
+            "IS NOT NULL THEN type END, "
+            f"CASE WHEN json_valid({meta}) AND json_type({meta}, '$.{DELTA_COUNTERS_KEY}') "
+            "IS NOT NULL THEN checkpoint END "
+            f"FROM checkpoints WHERE {self.among}"
+        )
+        writes = self.writes(ids, "writes", "length(value)")
+        wanted = set(ids)
+        threads: dict[str, list[StoredCheckpoint]] = defaultdict(list)
+        for thread_id, ns, cid, parent, raw, size, kind, blob in self.fetch(
+            sql, self.among_params(ids)
+        ):
+            if thread_id not in wanted:
+                continue
+            ref = CheckpointRef(str(thread_id), str(ns), str(cid))
+            metadata, why = _metadata(raw)
+            delta: frozenset[str] = frozenset()
+            if metadata is not None and blob is not None:
+                keys = _msgpack_keys(kind, blob)
+                if keys is None:
+                    why = "a delta-channel checkpoint whose channels cannot be read"
+                else:
+                    delta = _delta_channels(metadata, *keys)
+            threads[ref.thread_id].append(
+                _row(
+                    ref,
+                    parent,
+                    metadata,
+                    int(size or 0),
+                    writes.get(_key(ref)),
+                    why=why,
+                    delta=delta,
+                )
+            )
+        return threads
+
+
+def _key(ref: CheckpointRef) -> tuple[str, str, str]:
+    return (ref.thread_id, ref.checkpoint_ns, ref.checkpoint_id)
+
+
+class _PostgresScan(_SqlScan):
+    postgres = True
+    mark = "%s"
+    among = "thread_id = ANY(%s)"
+
+    def among_params(self, ids: list[str]) -> list[Any]:
+        return [ids]
+
+    def fetch(self, sql: str, params: Sequence[Any]) -> list[Sequence[Any]]:
+        with self.saver._cursor() as cur:
+            cur.execute(sql, list(params), prepare=False)
+            return [tuple(r.values()) if isinstance(r, Mapping) else r for r in cur.fetchall()]
+
+    def read(self, ids: list[str]) -> dict[str, list[StoredCheckpoint]]:
+        rows_sql = f"""
+SELECT c.thread_id, c.checkpoint_ns, c.checkpoint_id, c.parent_checkpoint_id,
+    c.metadata::text,
+    pg_column_size(c.checkpoint) + pg_column_size(c.metadata),
+    COALESCE(
+        (SELECT array_agg(k) FROM jsonb_object_keys(c.checkpoint -> 'channel_values') AS k),
+        '{{}}'),
+    c.checkpoint -> 'channel_versions',
+    CASE WHEN (c.checkpoint ->> 'v')::int < 4 AND c.parent_checkpoint_id IS NOT NULL
+        AND EXISTS (SELECT 1 FROM checkpoint_writes w WHERE w.thread_id = c.thread_id
+            AND w.checkpoint_ns = c.checkpoint_ns AND w.checkpoint_id = c.parent_checkpoint_id
+            AND w.channel = '{TASKS_CHANNEL}')
+        THEN c.parent_checkpoint_id END
+FROM checkpoints c WHERE c.thread_id = ANY(%s)
+"""
+        blobs_sql = """
+SELECT thread_id, checkpoint_ns, channel, version, pg_column_size(blob)
+FROM checkpoint_blobs WHERE thread_id = ANY(%s)
+"""
+        writes = self.writes(ids, "checkpoint_writes", "pg_column_size(blob)")
+        sizes: dict[tuple[str, str, str, str], int] = {
+            (str(t), str(ns), str(ch), str(v)): int(size or 0)
+            for t, ns, ch, v, size in self.fetch(blobs_sql, [ids])
+        }
+        threads: dict[str, list[StoredCheckpoint]] = defaultdict(list)
+        for thread_id, ns, cid, parent, raw, size, values, versions, sends in self.fetch(
+            rows_sql, [ids]
+        ):
+            ref = CheckpointRef(str(thread_id), str(ns), str(cid))
+            metadata, why = _metadata(raw)
+            versions = versions if isinstance(versions, Mapping) else {}
+            blobs = frozenset(
+                BlobRef(ref.thread_id, ref.checkpoint_ns, str(ch), str(v), bytes=found)
+                for ch, v in versions.items()
+                if (found := sizes.get((ref.thread_id, ref.checkpoint_ns, str(ch), str(v))))
+                is not None
+            )
+            delta = _delta_channels(metadata, versions, values or ()) if metadata else frozenset()
+            references = (
+                frozenset({CheckpointRef(ref.thread_id, ref.checkpoint_ns, str(sends))})
+                if sends
+                else frozenset()
+            )
+            threads[ref.thread_id].append(
+                _row(
+                    ref,
+                    parent,
+                    metadata,
+                    int(size or 0),
+                    writes.get(_key(ref)),
+                    why=why,
+                    blobs=blobs,
+                    delta=delta,
+                    references=references,
+                )
+            )
+        return threads
+
+
+# --- Redis ----------------------------------------------------------------------------------
+
+
+def _redis_threads(saver: Any, query: ThreadQuery) -> Iterator[list[StoredCheckpoint]]:
+    latest, _ = _saver_latest(saver, query, 0, query.limit)
+    for _, thread_id in latest:
+        yield _redis_thread(saver, thread_id)
+
+
+def _redis_thread(saver: Any, thread_id: str) -> list[StoredCheckpoint]:
+    raise NotImplementedError("Redis scan: not yet")
+
+
+# --- any other saver: list() ----------------------------------------------------------------
+
+
+def _listed_threads(
+    saver: BaseCheckpointSaver[Any], query: ThreadQuery
+) -> Iterator[list[StoredCheckpoint]]:
+    latest, _ = _saver_latest(saver, query, 0, query.limit)
+    for _, thread_id in latest:
+        yield _listed_thread(saver, thread_id)
+
+
+def _listed_thread(saver: BaseCheckpointSaver[Any], thread_id: str) -> list[StoredCheckpoint]:
+    serde = saver.serde
+    rows = []
+    for tup in saver.list({"configurable": {"thread_id": thread_id}}):
+        configurable = tup.config.get("configurable") or {}
+        ns = str(configurable.get("checkpoint_ns") or "")
+        ref = CheckpointRef(thread_id, ns, str(tup.checkpoint["id"]))
+        parent = ((tup.parent_config or {}).get("configurable") or {}).get("checkpoint_id")
+        metadata = dict(tup.metadata or {})
+        why = None
+        try:
+            size = len(serde.dumps_typed(tup.checkpoint)[1]) + len(
+                json.dumps(metadata, default=str).encode()
+            )
+        except Exception:  # a value the serde cannot write back: size unknown
+            size, why = 0, "its checkpoint cannot be measured through the saver's serde"
+        writes = _Writes()
+        for _, channel, value in tup.pending_writes or ():
+            try:
+                measured = len(serde.dumps_typed(value)[1])
+            except Exception:
+                measured = 0
+            writes.add(str(channel), 1, measured)
+        delta = _delta_channels(
+            metadata,
+            tup.checkpoint.get("channel_versions") or {},
+            tup.checkpoint.get("channel_values") or {},
+        )
+        rows.append(
+            _row(ref, str(parent) if parent else None, metadata, size, writes, why=why, delta=delta)
+        )
+    return rows
+
+
+__all__ = ["PAGE", "plan_threads", "scan_threads"]

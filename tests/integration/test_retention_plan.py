@@ -1,0 +1,342 @@
+"""Retention plans over real savers (SQLite, PostgreSQL, Redis) written by real graphs: a loop,
+a subgraph call, a pending `interrupt()`, a time-travel fork and a `DeltaChannel` thread, in
+seeded shapes. Each store's plan keeps what it must, and the plans of the same threads agree
+across the stores (compared by place: namespace by graph and order, checkpoint by order)."""
+
+from __future__ import annotations
+
+import operator
+import random
+import sqlite3
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Annotated, Any
+
+import pytest
+from langgraph.channels.delta import DeltaChannel
+from langgraph.graph import END, START, StateGraph
+from langgraph.types import Command, interrupt
+from typing_extensions import TypedDict
+
+from langgraph.checkpoint.otel._langgraph.namespaces import graph_key
+from langgraph.checkpoint.otel.analysis.retention import (
+    KeepReason,
+    RetentionPolicy,
+    ThreadPlan,
+)
+from langgraph.checkpoint.otel.inspector.thread_list import ThreadQuery
+from langgraph.checkpoint.otel.retention.scan import plan_threads, scan_threads
+
+ALL = ThreadQuery(limit=None)
+FAR = datetime.now(UTC) + timedelta(days=3650)
+"""A `now` after every checkpoint: every thread is idle and every checkpoint old."""
+
+
+def _concat(state: list[Any], writes: list[list[Any]]) -> list[Any]:
+    out = list(state)
+    for write in writes:
+        out.extend(write)
+    return out
+
+
+class State(TypedDict):
+    n: int
+    log: Annotated[list[Any], operator.add]
+
+
+class DeltaState(TypedDict):
+    n: int
+    log: Annotated[list[Any], DeltaChannel(_concat, snapshot_frequency=5)]
+
+
+def _step(state: dict[str, Any]) -> dict[str, Any]:
+    return {"n": state["n"] + 1, "log": [state["n"]]}
+
+
+def _again(state: dict[str, Any]) -> str:
+    return "step" if state["n"] % 3 else END
+
+
+def loop_graph(saver: Any, state: type = State) -> Any:
+    builder = StateGraph(state)
+    builder.add_node("step", _step)
+    builder.add_edge(START, "step")
+    builder.add_conditional_edges("step", _again)
+    return builder.compile(checkpointer=saver)
+
+
+def subgraph_graph(saver: Any) -> Any:
+    inner = StateGraph(State)
+    inner.add_node("step", _step)
+    inner.add_edge(START, "step")
+    inner.add_conditional_edges("step", _again)
+    outer = StateGraph(State)
+    outer.add_node("inner", inner.compile())
+    outer.add_node("after", lambda s: {"log": ["after"]})
+    outer.add_edge(START, "inner")
+    outer.add_edge("inner", "after")
+    return outer.compile(checkpointer=saver)
+
+
+def interrupt_graph(saver: Any) -> Any:
+    def ask(state: dict[str, Any]) -> dict[str, Any]:
+        answer = interrupt({"question": state["n"]})
+        return {"log": [answer]}
+
+    builder = StateGraph(State)
+    builder.add_node("step", _step)
+    builder.add_node("ask", ask)
+    builder.add_edge(START, "step")
+    builder.add_edge("step", "ask")
+    builder.add_edge("ask", END)
+    return builder.compile(checkpointer=saver)
+
+
+SHAPES = ("loop", "subgraph", "interrupt", "fork", "delta")
+
+
+def write_thread(saver: Any, shape: str, thread_id: str, runs: int) -> None:
+    """One thread of `shape`, `runs` invocations long (the interrupt left pending)."""
+    config = {"configurable": {"thread_id": thread_id}}
+    if shape == "loop":
+        graph = loop_graph(saver)
+        for _ in range(runs):
+            graph.invoke({"n": 1, "log": []}, config)
+    elif shape == "subgraph":
+        graph = subgraph_graph(saver)
+        for _ in range(runs):
+            graph.invoke({"n": 1, "log": []}, config)
+    elif shape == "interrupt":
+        graph = interrupt_graph(saver)
+        for i in range(runs):
+            graph.invoke({"n": i, "log": []}, config)
+            if i < runs - 1:
+                graph.invoke(Command(resume=f"answer {i}"), config)
+    elif shape == "fork":
+        graph = loop_graph(saver)
+        for _ in range(runs):
+            graph.invoke({"n": 1, "log": []}, config)
+        history = list(graph.get_state_history(config))
+        graph.invoke(None, history[len(history) // 2].config)
+    elif shape == "delta":
+        graph = loop_graph(saver, DeltaState)
+        for _ in range(runs):
+            graph.invoke({"n": 1, "log": ["x"]}, config)
+    else:  # pragma: no cover
+        raise ValueError(shape)
+
+
+def write_seeded(saver: Any, seed: int, threads: int) -> list[tuple[str, str]]:
+    """`threads` threads of seeded shapes and lengths: (thread id, shape)."""
+    rng = random.Random(seed)
+    written = []
+    for i in range(threads):
+        shape = SHAPES[i % len(SHAPES)] if i < len(SHAPES) else rng.choice(SHAPES)
+        thread_id = f"t{seed}-{i:03d}-{shape}"
+        write_thread(saver, shape, thread_id, rng.randint(1, 4))
+        written.append((thread_id, shape))
+    return written
+
+
+def canonical(plan: ThreadPlan, rows: list[Any]) -> dict[str, Any]:
+    """A plan by place, not by id: namespaces by graph and order of first checkpoint,
+    checkpoints by order in their namespace."""
+    by_ns: dict[str, list[str]] = {}
+    for row in sorted(rows, key=lambda r: r.ref.checkpoint_id):
+        by_ns.setdefault(row.ref.checkpoint_ns, []).append(row.ref.checkpoint_id)
+    order = sorted(by_ns, key=lambda ns: by_ns[ns][0])
+    seen: dict[str, int] = {}
+    names = {}
+    for ns in order:
+        key = graph_key(ns)
+        names[ns] = f"{key}#{seen.get(key, 0)}"
+        seen[key] = seen.get(key, 0) + 1
+
+    def place(ref: Any) -> tuple[str, int]:
+        return names[ref.checkpoint_ns], by_ns[ref.checkpoint_ns].index(ref.checkpoint_id)
+
+    return {
+        "checkpoints": plan.checkpoints,
+        "remove": sorted(place(r) for r in plan.remove),
+        "kept": sorted((place(r), reason.value) for r, reason in plan.kept.items()),
+        "whole": plan.whole_thread,
+        "writes": plan.reclaim_writes,
+        "blobs_freed": bool(plan.remove_blobs),
+    }
+
+
+POLICIES = {
+    "keep_last_2": RetentionPolicy(keep_last=2),
+    "older": RetentionPolicy(older_than=timedelta(days=1)),
+    "idle": RetentionPolicy(idle_longer_than=timedelta(days=1)),
+}
+
+
+def plans_by_place(saver: Any, policy: RetentionPolicy) -> dict[str, dict[str, Any]]:
+    rows = {r[0].ref.thread_id: r for r in scan_threads(saver, ALL)}
+    return {
+        plan.thread_id: canonical(plan, rows[plan.thread_id])
+        for plan in plan_threads(saver, policy, ALL, FAR)
+    }
+
+
+# --- the savers ------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def sqlite_saver(tmp_path: Path) -> Iterator[Any]:
+    from langgraph.checkpoint.sqlite import SqliteSaver
+
+    conn = sqlite3.connect(tmp_path / "checkpoints.sqlite", check_same_thread=False)
+    saver = SqliteSaver(conn)
+    saver.setup()
+    yield saver
+    conn.close()
+
+
+@pytest.fixture
+def postgres_saver(postgres_db: str) -> Iterator[Any]:
+    from langgraph.checkpoint.postgres import PostgresSaver
+
+    with PostgresSaver.from_conn_string(postgres_db) as saver:
+        saver.setup()
+        yield saver
+
+
+@pytest.fixture
+def redis_saver(redis_url: str) -> Iterator[Any]:
+    from langgraph.checkpoint.redis import RedisSaver
+
+    with RedisSaver.from_conn_string(redis_url) as saver:
+        saver.setup()
+        yield saver
+
+
+STORES = ("sqlite_saver", "postgres_saver", "redis_saver")
+
+
+def _plans(saver: Any, policy: RetentionPolicy) -> dict[str, ThreadPlan]:
+    return {p.thread_id: p for p in plan_threads(saver, policy, ALL, FAR)}
+
+
+# --- keep reasons, per store -----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("store", STORES)
+def test_a_pending_interrupt_keeps_an_idle_thread_whole(store: str, request: Any) -> None:
+    saver = request.getfixturevalue(store)
+    write_thread(saver, "interrupt", "asking", 2)
+    write_thread(saver, "loop", "done", 2)
+    plans = _plans(saver, POLICIES["idle"])
+    assert plans["done"].whole_thread and plans["done"].reclaim_bytes > 0
+    asking = plans["asking"]
+    assert asking.remove == () and not asking.whole_thread
+    assert set(asking.kept.values()) == {KeepReason.PENDING_INTERRUPT}
+    assert len(asking.kept) == asking.checkpoints
+
+
+@pytest.mark.parametrize("store", STORES)
+def test_keep_last_keeps_the_latest_of_each_namespace(store: str, request: Any) -> None:
+    saver = request.getfixturevalue(store)
+    write_thread(saver, "loop", "loop", 3)
+    plan = _plans(saver, POLICIES["older"])["loop"]
+    assert plan.kept == {
+        next(r for r in plan.kept if r.checkpoint_id == plan.latest[""]): KeepReason.LATEST
+    }
+    assert len(plan.remove) == plan.checkpoints - 1
+    assert plan.reclaim_bytes > 0 and plan.reclaim_writes > 0
+
+
+@pytest.mark.parametrize("store", STORES)
+def test_subgraph_calls_go_with_the_checkpoint_that_started_them(store: str, request: Any) -> None:
+    saver = request.getfixturevalue(store)
+    write_thread(saver, "subgraph", "sub", 3)
+    rows = next(scan_threads(saver, ALL))
+    calls = {r.ref.checkpoint_ns for r in rows if r.ref.checkpoint_ns}
+    assert len(calls) == 3 and all(r.started_by is not None for r in rows if r.ref.checkpoint_ns)
+    plan = _plans(saver, POLICIES["older"])["sub"]
+    kept_ns = {ns for ns in calls if any(r.checkpoint_ns == ns for r in plan.kept)}
+    removed_ns = {r.checkpoint_ns for r in plan.remove if r.checkpoint_ns}
+    # the root's latest checkpoint started no call (the last call started from an older one)
+    assert removed_ns == calls and kept_ns == set()
+
+
+@pytest.mark.parametrize("store", STORES)
+def test_a_fork_keeps_the_checkpoint_it_was_forked_from(store: str, request: Any) -> None:
+    saver = request.getfixturevalue(store)
+    write_thread(saver, "fork", "forked", 2)
+    plan = _plans(saver, POLICIES["keep_last_2"])["forked"]
+    assert KeepReason.REFERENCED in plan.kept.values()
+
+
+@pytest.mark.parametrize("store", STORES)
+def test_delta_threads_keep_their_writes_back_to_the_snapshot(store: str, request: Any) -> None:
+    saver = request.getfixturevalue(store)
+    write_thread(saver, "delta", "delta", 3)
+    rows = next(scan_threads(saver, ALL))
+    assert any(r.delta_channels == frozenset({"log"}) for r in rows)
+    plan = _plans(saver, RetentionPolicy(keep_last=1))["delta"]
+    assert KeepReason.DELTA_BASE in plan.kept.values()
+    kept_ids = {r.ref.checkpoint_id for r in rows} - {r.checkpoint_id for r in plan.remove}
+    latest = max(rows, key=lambda r: r.ref.checkpoint_id)
+    # the latest's parent chain is kept back to a checkpoint holding the channel's value
+    by_id = {r.ref.checkpoint_id: r for r in rows}
+    cursor = latest
+    while "log" in cursor.delta_channels:
+        assert cursor.parent_id in kept_ids
+        cursor = by_id[cursor.parent_id]
+
+
+# --- the same threads, the same plan, on every store -----------------------------------------
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_plans_agree_across_stores(seed: int, request: Any) -> None:
+    found: dict[str, dict[str, dict[str, Any]]] = {}
+    for store in STORES:
+        saver = request.getfixturevalue(store)
+        write_seeded(saver, seed, 8)
+        for name, policy in POLICIES.items():
+            found[f"{store} {name}"] = plans_by_place(saver, policy)
+    for name in POLICIES:
+        sqlite = found[f"sqlite_saver {name}"]
+        assert len(sqlite) == 8
+        for store in STORES[1:]:
+            assert found[f"{store} {name}"] == sqlite, (store, name)
+
+
+@pytest.mark.parametrize("policy", ["keep_last_1", "older"])
+def test_removing_what_a_plan_removes_keeps_every_latest_state(
+    sqlite_saver: Any, policy: str
+) -> None:
+    """The plan, removed by hand (SQL on SQLite's stock tables): every thread's latest state,
+    delta channels rebuilt included, reads as before."""
+    chosen = RetentionPolicy(keep_last=1) if policy == "keep_last_1" else POLICIES["older"]
+    written = write_seeded(sqlite_saver, 3, 10)
+    graphs = {
+        "loop": loop_graph(sqlite_saver),
+        "fork": loop_graph(sqlite_saver),
+        "subgraph": subgraph_graph(sqlite_saver),
+        "interrupt": interrupt_graph(sqlite_saver),
+        "delta": loop_graph(sqlite_saver, DeltaState),
+    }
+
+    def states() -> dict[str, Any]:
+        out = {}
+        for thread_id, shape in written:
+            snapshot = graphs[shape].get_state({"configurable": {"thread_id": thread_id}})
+            out[thread_id] = (snapshot.values, snapshot.next, len(snapshot.interrupts))
+        return out
+
+    before = states()
+    plans = list(plan_threads(sqlite_saver, chosen, ALL, FAR))
+    assert sum(len(p.remove) for p in plans) > 0
+    with sqlite_saver.cursor() as cur:
+        for plan in plans:
+            for ref in plan.remove:
+                key = (ref.thread_id, ref.checkpoint_ns, ref.checkpoint_id)
+                where = "thread_id = ? AND checkpoint_ns = ? AND checkpoint_id = ?"
+                cur.execute(f"DELETE FROM checkpoints WHERE {where}", key)
+                cur.execute(f"DELETE FROM writes WHERE {where}", key)
+    assert states() == before
