@@ -162,6 +162,37 @@ GRAPH_CHANNELS_REMOVED: Final = "langgraph.graph.channels_removed"
 GRAPH_CHANNELS_CHANGED: Final = "langgraph.graph.channels_changed"
 """Channels in both structures whose kind or reducer differs."""
 
+# --- message history (context cliff) -------------------------------------------------------
+MESSAGES_CHANNEL: Final = "langgraph.messages.channel"
+"""On a put span whose step changed the message history: the channel holding it (a list of
+LangChain messages, found by its value's type; the `messages_channel` option's channel first)."""
+MESSAGES_COUNT: Final = "langgraph.messages.count"
+"""Messages in the history (counts only, never content)."""
+MESSAGES_TOKENS: Final = "langgraph.messages.tokens"
+"""An estimate of the history's tokens (`langgraph.messages.token_counter` says how)."""
+MESSAGES_TOKEN_COUNTER: Final = "langgraph.messages.token_counter"
+"""How tokens are counted: `approximate` (LangChain's `count_tokens_approximately`),
+`tiktoken:<encoding>`, or `custom` (the user's callable)."""
+MESSAGES_CONTEXT_WINDOW: Final = "langgraph.messages.context_window"
+"""The model's context window in tokens (option `context_window`), when set."""
+MESSAGES_WINDOW_SHARE: Final = "langgraph.messages.window_share"
+"""Double: the history's tokens over `context_window` (1.0: full), when set."""
+EVENT_MESSAGES_SHRUNK: Final = "langgraph.messages.shrunk"
+"""On a put span: the history is shorter (messages or tokens) than its parent checkpoint's
+(trimmed, summarised, `RemoveMessage`)."""
+MESSAGES_BEFORE_COUNT: Final = "langgraph.messages.before.count"
+MESSAGES_BEFORE_TOKENS: Final = "langgraph.messages.before.tokens"
+MESSAGES_AFTER_COUNT: Final = "langgraph.messages.after.count"
+MESSAGES_AFTER_TOKENS: Final = "langgraph.messages.after.tokens"
+MESSAGES_REMOVED: Final = "langgraph.messages.removed"
+"""Messages of the parent's history no longer present (by message id)."""
+MESSAGES_ADDED: Final = "langgraph.messages.added"
+"""Messages present that the parent's history did not hold (a summary, new turns)."""
+MESSAGES_SHRINK_KIND: Final = "langgraph.messages.shrink.kind"
+"""`removed` (messages removed, none put in their place: trimmed, `RemoveMessage`), `replaced`
+(removed and others put in their place: summarised) or `edited` (none removed, some shortened
+under the same id)."""
+
 # --- concurrent writes ---------------------------------------------------------------------
 EVENT_CONCURRENT_WRITE: Final = "langgraph.concurrent_write"
 """On a put span: the checkpoint's parent already has a child written by another run."""
@@ -333,6 +364,14 @@ graph's name)."""
 METRIC_CONCURRENT_WRITES: Final = "langgraph.checkpoint.concurrent_writes"
 """Counter: puts whose parent already has a child written by another run (attribute: the
 graph's name)."""
+METRIC_MESSAGES: Final = "langgraph.checkpoint.messages"
+"""Histogram, {message}: `langgraph.messages.count` at each put that changed the message history
+(attribute: `langgraph.saver`; no thread id)."""
+METRIC_MESSAGE_TOKENS: Final = "langgraph.checkpoint.messages.tokens"
+"""Histogram, {token}: `langgraph.messages.tokens` at each put that changed the history."""
+METRIC_WINDOW_SHARE: Final = "langgraph.checkpoint.messages.window_share"
+"""Histogram, 1: `langgraph.messages.window_share` at each put that changed the history (only
+with the `context_window` option); the alert counts the puts above a share."""
 METRIC_RETENTION_CHECKPOINTS_REMOVED: Final = "langgraph.checkpoint.retention.checkpoints_removed"
 """Counter, {checkpoint}: checkpoints removed by retention (attributes: `langgraph.retention.by`,
 `langgraph.saver`)."""

@@ -4,13 +4,21 @@ from __future__ import annotations
 
 import difflib
 import fnmatch
+import importlib
 import logging
 import os
 import threading
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Literal, get_args
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from langgraph.checkpoint.otel.migrations import Migrations
 
@@ -233,7 +241,22 @@ class InstrumentOptions(BaseModel):
     such a run is called, to know its writer)."""
 
     messages_channel: str = "messages"
-    """The channel holding LangChain messages, read for tool calls."""
+    """The channel holding LangChain messages, read for tool calls (and the message history's
+    channel first, when it holds messages)."""
+
+    message_history: bool = True
+    """Count the message history (messages and an estimate of its tokens, never content) on
+    each put that changes it, and report when it shrinks (see docs/telemetry.md)."""
+
+    token_counter: str | Callable[[Any], int] = "approximate"
+    """How the history's tokens are estimated: ``approximate`` (LangChain's
+    `count_tokens_approximately`), ``tiktoken`` or ``tiktoken:<encoding>`` (only where
+    tiktoken imports and its encoding loads), or, in code, a callable ``messages -> int``
+    (LangChain's ``token_counter`` convention; called with one message at a time)."""
+
+    context_window: int | None = Field(default=None, ge=1, le=1_000_000_000)
+    """The model's context window in tokens (``128000``, ``128k``, ``1m``): puts then carry the
+    history's share of it (`langgraph.messages.window_share`) and record it in a histogram."""
 
     schema_version: str | None = Field(default=None, min_length=1, max_length=64)
     """The application's state schema version, recorded on every put (span attribute and
@@ -244,6 +267,42 @@ class InstrumentOptions(BaseModel):
     """Declared migrations between schema versions (`Migrations`), applied to the checkpoint a
     run resumes when it was written under another `schema_version`; a version with no path to
     the running one fails the run with `SchemaMigrationError`."""
+
+    @field_validator("context_window", mode="before")
+    @classmethod
+    def _window_text(cls, value: Any) -> Any:
+        """``128k`` and ``1m`` as numbers; other text is left to the integer check."""
+        if not isinstance(value, str):
+            return value
+        text = value.strip().lower().replace("_", "")
+        for suffix, factor in (("k", 1_000), ("m", 1_000_000)):
+            if text.endswith(suffix) and text[:-1].replace(".", "", 1).isdigit():
+                return int(float(text[:-1]) * factor)
+        return text
+
+    @field_validator("token_counter")
+    @classmethod
+    def _usable_counter(cls, value: Any) -> Any:
+        """A counter name is known and usable here (``tiktoken``: it imports and its encoding
+        loads)."""
+        if not isinstance(value, str) or value == "approximate":
+            return value
+        kind, _, encoding = value.partition(":")
+        if kind != "tiktoken":
+            raise ValueError(
+                f"unknown token counter {value!r}: use 'approximate', 'tiktoken' or "
+                "'tiktoken:<encoding>', or pass a callable (messages -> int) in code"
+            )
+        try:
+            tiktoken = importlib.import_module("tiktoken")
+            tiktoken.get_encoding(encoding or "o200k_base")
+        except Exception as exc:  # any failure means: not usable here
+            raise ValueError(
+                f"{value!r} is not usable here ({type(exc).__name__}: {exc}); install tiktoken "
+                "and make its encoding available offline (TIKTOKEN_CACHE_DIR), or use "
+                "'approximate'"
+            ) from None
+        return value
 
     @classmethod
     def load(

@@ -25,6 +25,17 @@ CHECKPOINT_COUNT_BUCKETS: tuple[float, ...] = (
     1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10_000, 20_000, 50_000, 100_000,
 )  # fmt: skip
 """Checkpoints per thread."""
+MESSAGE_COUNT_BUCKETS: tuple[float, ...] = (
+    1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10_000,
+)  # fmt: skip
+"""Messages in a thread's history."""
+TOKEN_BUCKETS: tuple[float, ...] = tuple(float(1000 * 2**k) for k in range(12))
+"""Tokens in a thread's history: 1,000 to 2,048,000 in powers of 2 (model windows)."""
+WINDOW_SHARE_BUCKETS: tuple[float, ...] = (
+    0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.75, 0.8, 0.85, 0.9, 0.95, 1.0, 1.25, 1.5, 2.0,
+)  # fmt: skip
+"""A history's share of the model's context window: fine near the cliff (0.75 to 1.0), where
+the alert's thresholds sit."""
 
 
 class RetentionCounters:
@@ -108,6 +119,24 @@ class Instruments:
             names.METRIC_GRAPH_CHANGES,
             unit="{resume}",
             description="Resumes of a checkpoint written under another graph structure.",
+        )
+        self.messages: Histogram = meter.create_histogram(
+            names.METRIC_MESSAGES,
+            unit="{message}",
+            description="Messages in a thread's history at each put that changed it.",
+            explicit_bucket_boundaries_advisory=MESSAGE_COUNT_BUCKETS,
+        )
+        self.message_tokens: Histogram = meter.create_histogram(
+            names.METRIC_MESSAGE_TOKENS,
+            unit="{token}",
+            description="Estimated tokens of a thread's history at each put that changed it.",
+            explicit_bucket_boundaries_advisory=TOKEN_BUCKETS,
+        )
+        self.window_share: Histogram = meter.create_histogram(
+            names.METRIC_WINDOW_SHARE,
+            unit="1",
+            description="A thread's history tokens over the model's context window.",
+            explicit_bucket_boundaries_advisory=WINDOW_SHARE_BUCKETS,
         )
         self.concurrent_writes: Counter = meter.create_counter(
             names.METRIC_CONCURRENT_WRITES,

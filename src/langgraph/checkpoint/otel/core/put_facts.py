@@ -23,6 +23,14 @@ from langgraph.checkpoint.otel.analysis.carrier import TraceContext
 from langgraph.checkpoint.otel.analysis.detectors import Finding
 from langgraph.checkpoint.otel.analysis.graph_structure import StructureSummary
 from langgraph.checkpoint.otel.analysis.hashing import StateDigest
+from langgraph.checkpoint.otel.analysis.message_history import (
+    Shrink,
+    TokenCounter,
+    count_history,
+    history_channel,
+    resolve_counter,
+    window_share,
+)
 from langgraph.checkpoint.otel.analysis.records import (
     CheckpointRecord,
     Scope,
@@ -74,6 +82,21 @@ class StateFacts:
 
 
 @dataclass(slots=True)
+class HistoryFacts:
+    """The message history of a put that changed it, counted (content-free)."""
+
+    channel: str
+    messages: int
+    tokens: int
+    token_counter: str
+    """How the tokens were counted (`langgraph.messages.token_counter`)."""
+    context_window: int | None
+    window_share: float | None
+    shrink: Shrink | None
+    """The history is shorter than the parent checkpoint's."""
+
+
+@dataclass(slots=True)
 class PutFacts:
     """Everything a put's span, metrics and stored telemetry say about it."""
 
@@ -110,6 +133,8 @@ class PutFacts:
     user_claims_metadata_key: bool = False
     finding_kinds: tuple[str, ...] = ()
     """`langgraph.findings`: the kinds of what the put shows."""
+    history: HistoryFacts | None = None
+    """The message history, where the put changed it and it is counted."""
 
 
 class PutWitness(Witness):
@@ -118,6 +143,12 @@ class PutWitness(Witness):
     def __init__(self, memory: SaverMemory) -> None:
         super().__init__(memory)
         self._concurrent = ConcurrentWrites()
+        self._token_counter: TokenCounter | None = None
+        self._token_counter_name = ""
+        if memory.options.message_history:
+            resolved = self._guard("token counter", resolve_counter, memory.options.token_counter)
+            if resolved is not None:
+                self._token_counter, self._token_counter_name = resolved
 
     def migrated_versions(self, scope: Scope, checkpoint: Checkpoint) -> dict[str, Any]:
         """The channels the first put after a migration also stores (at the new versions the
@@ -192,6 +223,19 @@ class PutWitness(Witness):
             own_tools=own,
             values=values,
         )
+        history = (
+            self._guard(
+                "count messages",
+                self._history,
+                scope,
+                checkpoint_id,
+                parent_id,
+                values,
+                new_versions,
+            )
+            if hash_state and self._token_counter is not None
+            else None
+        )
         kinds = [names.FindingKinds.divergence(f.kind) for f in findings]
         concurrent = None
         if (
@@ -234,6 +278,40 @@ class PutWitness(Witness):
             store_hashes=self._options.store_hashes,
             user_claims_metadata_key=_user_claims_metadata_key(config, metadata),
             finding_kinds=tuple(kinds),
+            history=history,
+        )
+
+    def _history(
+        self,
+        scope: Scope,
+        checkpoint_id: str,
+        parent_id: Any,
+        values: Mapping[str, Any],
+        new_versions: ChannelVersions,
+    ) -> HistoryFacts | None:
+        """The message history's counts, where this put changed it (None otherwise)."""
+        channel = history_channel(values, new_versions, self._options.messages_channel)
+        if channel is None:
+            return None
+        assert self._token_counter is not None
+        memo, shrink = count_history(
+            values[channel],
+            self._token_counter,
+            self._states.history(scope),
+            checkpoint_id=checkpoint_id,
+            channel=channel,
+            parent_id=None if parent_id is None else str(parent_id),
+        )
+        self._states.note_history(scope, memo)
+        window = self._options.context_window
+        return HistoryFacts(
+            channel=bounded_text(channel),
+            messages=memo.messages,
+            tokens=memo.total,
+            token_counter=self._token_counter_name,
+            context_window=window,
+            window_share=window_share(memo.total, window),
+            shrink=shrink,
         )
 
     def _nodes_applied(

@@ -10,7 +10,7 @@ from langgraph.checkpoint.otel import names
 from langgraph.checkpoint.otel.analysis.detectors import Finding
 from langgraph.checkpoint.otel.analysis.stored_metadata import StoredTelemetry
 from langgraph.checkpoint.otel.analysis.text_bounds import bounded_text
-from langgraph.checkpoint.otel.core.put_facts import PutFacts
+from langgraph.checkpoint.otel.core.put_facts import HistoryFacts, PutFacts
 from langgraph.checkpoint.otel.core.telemetry import Operation, Telemetry
 
 SpanEvent = tuple[str, dict[str, AttributeValue]]
@@ -52,6 +52,15 @@ def put_attributes(facts: PutFacts) -> dict[str, AttributeValue]:
         attributes[names.DIVERGENCE_DETECTED] = True
     if facts.finding_kinds:
         attributes.update(names.finding_attributes(facts.finding_kinds))
+    history = facts.history
+    if history is not None:
+        attributes[names.MESSAGES_CHANNEL] = history.channel
+        attributes[names.MESSAGES_COUNT] = history.messages
+        attributes[names.MESSAGES_TOKENS] = history.tokens
+        attributes[names.MESSAGES_TOKEN_COUNTER] = history.token_counter
+        if history.context_window is not None and history.window_share is not None:
+            attributes[names.MESSAGES_CONTEXT_WINDOW] = history.context_window
+            attributes[names.MESSAGES_WINDOW_SHARE] = history.window_share
     return attributes
 
 
@@ -80,6 +89,23 @@ def put_events(facts: PutFacts, max_events: int) -> list[SpanEvent]:
                     names.TOOL_NAME: bounded_text(call.name),
                     names.TOOL_CALL_ID: bounded_text(call_id),
                     names.TOOL_IDEMPOTENCY_KEY: bounded_text(call.key),
+                },
+            )
+        )
+    shrink = facts.history.shrink if facts.history is not None else None
+    if shrink is not None:
+        events.append(
+            (
+                names.EVENT_MESSAGES_SHRUNK,
+                {
+                    names.MESSAGES_CHANNEL: facts.history.channel,  # type: ignore[union-attr]
+                    names.MESSAGES_BEFORE_COUNT: shrink.before_messages,
+                    names.MESSAGES_BEFORE_TOKENS: shrink.before_tokens,
+                    names.MESSAGES_AFTER_COUNT: shrink.after_messages,
+                    names.MESSAGES_AFTER_TOKENS: shrink.after_tokens,
+                    names.MESSAGES_REMOVED: shrink.removed,
+                    names.MESSAGES_ADDED: shrink.added,
+                    names.MESSAGES_SHRINK_KIND: shrink.kind,
                 },
             )
         )
@@ -123,6 +149,17 @@ def finding_event(finding: Finding) -> dict[str, AttributeValue]:
     return event
 
 
+def record_history(telemetry: Telemetry, history: HistoryFacts) -> None:
+    """The history's counts (and window share) to their histograms."""
+    take = telemetry.measurements.take
+    instruments = telemetry.instruments
+    attributes = {names.SAVER: telemetry.saver_name}
+    take(instruments.messages.record, history.messages, attributes)
+    take(instruments.message_tokens.record, history.tokens, attributes)
+    if history.window_share is not None:
+        take(instruments.window_share.record, history.window_share, attributes)
+
+
 def stored_telemetry(facts: PutFacts) -> StoredTelemetry | None:
     """What is stored with the checkpoint under `names.METADATA_KEY` (None: nothing, or the
     user's own value is under that key)."""
@@ -157,6 +194,8 @@ def report_put(op: Operation, telemetry: Telemetry, facts: PutFacts, max_events:
     op.set(put_attributes(facts))
     if facts.state is not None:
         telemetry.record_sizes(facts.state.size_bytes, facts.state.channel_sizes)
+    if facts.history is not None:
+        record_history(telemetry, facts.history)
     for finding in facts.findings:
         telemetry.count_divergence(finding.kind)
     if facts.concurrent_with is not None:

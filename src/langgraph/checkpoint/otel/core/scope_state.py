@@ -18,6 +18,7 @@ from langgraph.checkpoint.base import Checkpoint
 
 from langgraph.checkpoint.otel._langgraph.formats import TASKS_CHANNEL, send_targets
 from langgraph.checkpoint.otel._langgraph.namespaces import parent_namespace
+from langgraph.checkpoint.otel.analysis.message_history import HistoryMemo
 from langgraph.checkpoint.otel.analysis.records import Scope
 from langgraph.checkpoint.otel.analysis.text_bounds import key_text
 from langgraph.checkpoint.otel.analysis.tool_calls import ToolActivity, ToolCall
@@ -32,6 +33,9 @@ WRITER_CHECKPOINTS = 16
 """Checkpoints per scope whose writers are remembered until a put applies them."""
 TOOL_REQUESTS = 256
 """Tool calls per scope whose keys are remembered for the tool messages answering them."""
+HISTORY_MEMO_BYTES = 64 * 1024 * 1024
+"""Bound on the (estimated) bytes of the messages the scopes' history memos keep referenced,
+all scopes together (least recently used scopes' memos dropped first)."""
 
 
 @dataclass(slots=True)
@@ -109,20 +113,28 @@ class ScopeState:
     run_tools: ToolActivity | None = None
     """(subgraph scopes) the tool activity of this run of the subgraph so far, from its first
     checkpoint (a resumed run continues from the loaded checkpoint's); None: unknown."""
+    history: HistoryMemo | None = None
+    """The message history as last counted by a put of this run (see
+    `analysis.message_history`)."""
 
 
 class ScopeStates:
     """Every scope's `ScopeState`, bounded in number, behind one lock that never leaves it:
     each method below is one whole change or read of a scope's state."""
 
-    def __init__(self, max_scopes: int) -> None:
+    def __init__(self, max_scopes: int, history_bytes: int = HISTORY_MEMO_BYTES) -> None:
         self._lock = threading.Lock()
         self._states: BoundedDict[Scope, ScopeState] = BoundedDict(max_scopes)
+        self._history_bytes = 0
+        """Sum of the kept history memos' `bytes`."""
+        self.max_history_bytes = history_bytes
 
     def _get(self, scope: Scope) -> ScopeState:
         """`scope`'s state, made if new (under the lock)."""
         state = self._states.get(scope)
         if state is None:
+            if len(self._states) >= self._states.max_entries:  # the oldest goes: count it out
+                self._discount(self._states.popitem(last=False)[1])
             self._states[scope] = state = ScopeState()
         else:
             self._states.move_to_end(scope)  # in use: forgotten last
@@ -248,6 +260,35 @@ class ScopeStates:
             own = None if own is None else own.merge(activity)
         return own, None
 
+    def history(self, scope: Scope) -> HistoryMemo | None:
+        """The scope's message history as last counted (a peek: no scope is made)."""
+        with self._lock:
+            state = self._states.get(scope)
+            return state.history if state is not None else None
+
+    def note_history(self, scope: Scope, memo: HistoryMemo) -> None:
+        """The scope's message history as counted now; memos of the least recently used scopes
+        are dropped beyond `max_history_bytes` (a memo larger than that is not kept)."""
+        size = memo.bytes
+        with self._lock:
+            state = self._get(scope)
+            self._discount(state)
+            if size > self.max_history_bytes:
+                return
+            state.history = memo
+            self._history_bytes += size
+            for other in self._states.values():
+                if self._history_bytes <= self.max_history_bytes:
+                    break
+                if other is not state:
+                    self._discount(other)
+
+    def _discount(self, state: ScopeState) -> None:
+        """Drop `state`'s history memo from the count (lock held)."""
+        if state.history is not None:
+            self._history_bytes -= state.history.bytes
+            state.history = None
+
     # --- pending writes ---------------------------------------------------------------------
 
     def last_seen(self, scope: Scope) -> SeenCheckpoint | None:
@@ -268,12 +309,15 @@ class ScopeStates:
     def drop(self, scope: Scope) -> None:
         """Forget `scope` (its run ended)."""
         with self._lock:
-            self._states.pop(scope, None)
+            state = self._states.pop(scope, None)
+            if state is not None:
+                self._discount(state)
 
     def forget(self, stale: Callable[[Scope], bool]) -> None:
         """Forget every scope that is `stale`."""
         with self._lock:
-            self._states.evict(stale)
+            for scope in [scope for scope in self._states if stale(scope)]:
+                self._discount(self._states.pop(scope))
 
     def sizes(self) -> dict[str, int]:
         """Entries kept, by kind (for tests and diagnostics)."""
@@ -284,6 +328,8 @@ class ScopeStates:
             "writers": sum(len(s.writers) for s in states),
             "resumed_from": sum(s.load_note is not None for s in states),
             "lineages": sum(len(s.lineages) for s in states),
+            "histories": sum(s.history is not None for s in states),
+            "history_bytes": self._history_bytes,
         }
 
 
