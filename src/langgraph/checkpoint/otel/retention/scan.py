@@ -35,6 +35,7 @@ checkpoint), the checkpoint a subgraph call's namespace was started by (the meta
 
 from __future__ import annotations
 
+import importlib
 import json
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -286,8 +287,8 @@ class _SqlScan:
 
     def writes(self, ids: list[str], table: str, value: str) -> dict[tuple[str, str, str], _Writes]:
         sql = (
-            f"SELECT thread_id, checkpoint_ns, checkpoint_id, channel, COUNT(*), "
-            f"COALESCE(SUM({value}), 0) FROM {table} "
+            "SELECT thread_id, checkpoint_ns, checkpoint_id, channel, COUNT(*) AS writes, "
+            f"COALESCE(SUM({value}), 0) AS size FROM {table} "
             f"WHERE {self.among} "
             "GROUP BY thread_id, checkpoint_ns, checkpoint_id, channel"
         )
@@ -366,21 +367,21 @@ class _PostgresScan(_SqlScan):
     def read(self, ids: list[str]) -> dict[str, list[StoredCheckpoint]]:
         rows_sql = f"""
 SELECT c.thread_id, c.checkpoint_ns, c.checkpoint_id, c.parent_checkpoint_id,
-    c.metadata::text,
-    pg_column_size(c.checkpoint) + pg_column_size(c.metadata),
+    c.metadata::text AS metadata,
+    pg_column_size(c.checkpoint) + pg_column_size(c.metadata) AS size,
     COALESCE(
         (SELECT array_agg(k) FROM jsonb_object_keys(c.checkpoint -> 'channel_values') AS k),
-        '{{}}'),
-    c.checkpoint -> 'channel_versions',
+        '{{}}') AS value_keys,
+    c.checkpoint -> 'channel_versions' AS versions,
     CASE WHEN (c.checkpoint ->> 'v')::int < 4 AND c.parent_checkpoint_id IS NOT NULL
         AND EXISTS (SELECT 1 FROM checkpoint_writes w WHERE w.thread_id = c.thread_id
             AND w.checkpoint_ns = c.checkpoint_ns AND w.checkpoint_id = c.parent_checkpoint_id
             AND w.channel = '{TASKS_CHANNEL}')
-        THEN c.parent_checkpoint_id END
+        THEN c.parent_checkpoint_id END AS sends_parent
 FROM checkpoints c WHERE c.thread_id = ANY(%s)
 """
         blobs_sql = """
-SELECT thread_id, checkpoint_ns, channel, version, pg_column_size(blob)
+SELECT thread_id, checkpoint_ns, channel, version, pg_column_size(blob) AS size
 FROM checkpoint_blobs WHERE thread_id = ANY(%s)
 """
         writes = self.writes(ids, "checkpoint_writes", "pg_column_size(blob)")
@@ -433,7 +434,109 @@ def _redis_threads(saver: Any, query: ThreadQuery) -> Iterator[list[StoredCheckp
 
 
 def _redis_thread(saver: Any, thread_id: str) -> list[StoredCheckpoint]:
-    raise NotImplementedError("Redis scan: not yet")
+    """One thread's checkpoint and write documents (searched by thread), sized by key."""
+    # optional packages, typed or not depending on their versions: imported by name
+    util: Any = importlib.import_module("langgraph.checkpoint.redis.util")
+    registry: Any = importlib.import_module("langgraph.checkpoint.redis.key_registry")
+    query_module: Any = importlib.import_module("redisvl.query")
+    tag: Any = importlib.import_module("redisvl.query.filter").Tag
+    safe = util.to_storage_safe_id(thread_id)
+
+    def search(index: Any, fields: list[str]) -> list[dict[str, Any]]:
+        query = query_module.FilterQuery(
+            filter_expression=tag("thread_id") == safe, return_fields=fields
+        )
+        return [doc for batch in index.paginate(query, page_size=REDIS_PAGE) for doc in batch]
+
+    checkpoints = search(
+        saver.checkpoints_index,
+        ["checkpoint_ns", "checkpoint_id", "parent_checkpoint_id", "$.metadata"],
+    )
+    write_docs = search(
+        saver.checkpoint_writes_index, ["checkpoint_ns", "checkpoint_id", "channel"]
+    )
+    redis = saver._redis
+    registry_keys = {
+        (
+            str(d["checkpoint_ns"]),
+            str(d["checkpoint_id"]),
+        ): registry.CheckpointKeyRegistry.make_write_keys_zset_key(
+            thread_id,
+            util.from_storage_safe_str(d["checkpoint_ns"]),
+            util.from_storage_safe_id(d["checkpoint_id"]),
+        )
+        for d in checkpoints
+    }
+    keys = (
+        [d["id"] for d in checkpoints]
+        + [d["id"] for d in write_docs]
+        + list(registry_keys.values())
+    )
+    sizes = dict(zip(keys, _memory_usage(redis, keys), strict=True))
+    writes: dict[tuple[str, str], _Writes] = defaultdict(_Writes)
+    for doc in write_docs:
+        at = (str(doc["checkpoint_ns"]), str(doc["checkpoint_id"]))
+        writes[at].add(str(doc["channel"]), 1, sizes.get(doc["id"], 0))
+    rows = []
+    for doc in checkpoints:
+        at = (str(doc["checkpoint_ns"]), str(doc["checkpoint_id"]))
+        ns = str(util.from_storage_safe_str(doc["checkpoint_ns"]))
+        cid = str(util.from_storage_safe_id(doc["checkpoint_id"]))
+        parent = util.from_storage_safe_id(doc.get("parent_checkpoint_id") or "")
+        ref = CheckpointRef(thread_id, ns, cid)
+        metadata, why = _metadata(doc.get("$.metadata"))
+        found = writes.get(at)
+        if found is not None:  # the write-key registry goes with its writes
+            found.size += sizes.get(registry_keys[at], 0)
+        delta: frozenset[str] = frozenset()
+        if metadata is not None and isinstance(metadata.get(DELTA_COUNTERS_KEY), Mapping):
+            keys_found = _redis_channel_keys(redis, doc["id"])
+            if keys_found is None:
+                why = "a delta-channel checkpoint whose channels cannot be read"
+            else:
+                delta = _delta_channels(metadata, *keys_found)
+        rows.append(
+            _row(
+                ref,
+                str(parent) or None,
+                metadata,
+                sizes.get(doc["id"], 0),
+                found,
+                why=why,
+                delta=delta,
+            )
+        )
+    return rows
+
+
+REDIS_PAGE = 1000
+
+
+def _memory_usage(redis: Any, keys: Sequence[str]) -> list[int]:
+    """`MEMORY USAGE` of each key (0 for a key gone meanwhile), pipelined."""
+    sizes: list[int] = []
+    for start in range(0, len(keys), REDIS_PAGE):
+        pipe = redis.pipeline(transaction=False)
+        for key in keys[start : start + REDIS_PAGE]:
+            pipe.memory_usage(key)
+        sizes.extend(int(size or 0) for size in pipe.execute())
+    return sizes
+
+
+def _redis_channel_keys(redis: Any, key: str) -> tuple[list[str], list[str]] | None:
+    """(channel_versions keys, channel_values keys) of a checkpoint document."""
+    try:
+        versions = redis.json().objkeys(key, "$.checkpoint.channel_versions")
+        values = redis.json().objkeys(key, "$.checkpoint.channel_values")
+    except Exception:
+        return None
+    if not versions or not values or versions[0] is None or values[0] is None:
+        return None
+    return [_text(k) for k in versions[0]], [_text(k) for k in values[0]]
+
+
+def _text(value: Any) -> str:
+    return value.decode() if isinstance(value, bytes) else str(value)
 
 
 # --- any other saver: list() ----------------------------------------------------------------
