@@ -355,3 +355,16 @@ def test_postgres_blobs_only_removed_checkpoints_use_are_freed(postgres_saver: A
         b.bytes for b in {b for r in rows for b in r.blobs}
     )
     assert plan.bytes == stored
+
+
+@pytest.mark.parametrize("store", STORES)
+def test_a_plan_counts_the_bytes_the_shared_measure_counts(store: str, request: Any) -> None:
+    """plan.bytes per thread is `stored_bytes.thread_bytes` (the apply's and prune's measure),
+    and what the plan reclaims is what that measure drops by once the plan is removed."""
+    from langgraph.checkpoint.otel._langgraph.stored_bytes import thread_bytes
+
+    saver = request.getfixturevalue(store)
+    written = write_seeded(saver, 4, 6)
+    plans = _plans(saver, POLICIES["older"])
+    for thread_id, _ in written:
+        assert plans[thread_id].bytes == thread_bytes(saver, [thread_id]), thread_id

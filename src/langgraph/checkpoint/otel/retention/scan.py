@@ -14,18 +14,15 @@ Per store (told by class, as `inspector.thread_list` does):
   blob and write keys read by key (JSON documents; sizes from `MEMORY USAGE`).
 * any other saver: `list()` per thread, sizes from the saver's serde.
 
-Bytes (what an apply frees, and what `plan.bytes` counts), per store:
-
-* SQLite: a checkpoint is `length(checkpoint) + length(metadata)`, a write `length(value)`:
-  the stored payload. SQLite keeps freed pages in the file (reused by later writes) until a
-  `VACUUM`; the file does not shrink by itself.
-* PostgreSQL: `pg_column_size` of `checkpoint` + `metadata` (a checkpoint), of `blob` (a write,
-  a blob): the stored size of the values after TOAST compression. Space is reused after
-  (auto)vacuum, as for any delete.
-* Redis: `MEMORY USAGE` of each key (a checkpoint's document, a write's, a blob's), which
-  counts what the server frees when the key is deleted (its sampled estimate for large
-  documents).
-* other savers: the serde's bytes of the checkpoint and metadata and of each write's value.
+Bytes (what an apply frees, and what `plan.bytes` counts) are the one measure of
+`_langgraph.stored_bytes`, shared with the apply and the wrapper's `prune` span: SQLite
+`length()` of `checkpoint` + `metadata` (a checkpoint) and of `value` (a write); PostgreSQL
+`pg_column_size()` of the same columns and of each blob; Redis `MEMORY USAGE` of the
+checkpoint document, of each write document and of the checkpoint's write-key registry (counted
+with its writes). Other savers: the serde's bytes of the checkpoint, of its metadata (JSON) and
+of each write's value. Row overhead, indexes and space a database hands back only on `VACUUM`
+are not counted: a plan's `bytes` is what `stored_bytes.thread_bytes` reports for the thread,
+and its `reclaim_bytes` what that figure drops by when the plan is applied.
 
 A thread's rows carry interrupts (an `__interrupt__` write and no `__resume__`), delta channels
 (the metadata's `counters_since_delta_snapshot` channels that have a version and no value in the
@@ -51,6 +48,13 @@ from langgraph.checkpoint.otel._langgraph.formats import (
     TASKS_CHANNEL,
 )
 from langgraph.checkpoint.otel._langgraph.namespaces import parent_namespace
+from langgraph.checkpoint.otel._langgraph.stored_bytes import (
+    POSTGRES_BLOB_BYTES,
+    POSTGRES_CHECKPOINT_BYTES,
+    SQLITE_CHECKPOINT_BYTES,
+    SQLITE_WRITE_BYTES,
+    redis_key_bytes,
+)
 from langgraph.checkpoint.otel.analysis.retention import (
     BlobRef,
     CheckpointRef,
@@ -309,14 +313,14 @@ class _SqliteScan(_SqlScan):
         meta = "CAST(metadata AS TEXT)"
         sql = (
             "SELECT thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, "
-            f"{meta}, length(checkpoint) + length(metadata), "
+            f"{meta}, {SQLITE_CHECKPOINT_BYTES}, "
             f"CASE WHEN json_valid({meta}) AND json_type({meta}, '$.{DELTA_COUNTERS_KEY}') "
             "IS NOT NULL THEN type END, "
             f"CASE WHEN json_valid({meta}) AND json_type({meta}, '$.{DELTA_COUNTERS_KEY}') "
             "IS NOT NULL THEN checkpoint END "
             f"FROM checkpoints WHERE {self.among}"
         )
-        writes = self.writes(ids, "writes", "length(value)")
+        writes = self.writes(ids, "writes", SQLITE_WRITE_BYTES)
         wanted = set(ids)
         threads: dict[str, list[StoredCheckpoint]] = defaultdict(list)
         for thread_id, ns, cid, parent, raw, size, kind, blob in self.fetch(
@@ -368,7 +372,7 @@ class _PostgresScan(_SqlScan):
         rows_sql = f"""
 SELECT c.thread_id, c.checkpoint_ns, c.checkpoint_id, c.parent_checkpoint_id,
     c.metadata::text AS metadata,
-    pg_column_size(c.checkpoint) + pg_column_size(c.metadata) AS size,
+    {POSTGRES_CHECKPOINT_BYTES} AS size,
     COALESCE(
         (SELECT array_agg(k) FROM jsonb_object_keys(c.checkpoint -> 'channel_values') AS k),
         '{{}}') AS value_keys,
@@ -380,11 +384,11 @@ SELECT c.thread_id, c.checkpoint_ns, c.checkpoint_id, c.parent_checkpoint_id,
         THEN c.parent_checkpoint_id END AS sends_parent
 FROM checkpoints c WHERE c.thread_id = ANY(%s)
 """
-        blobs_sql = """
-SELECT thread_id, checkpoint_ns, channel, version, pg_column_size(blob) AS size
+        blobs_sql = f"""
+SELECT thread_id, checkpoint_ns, channel, version, {POSTGRES_BLOB_BYTES} AS size
 FROM checkpoint_blobs WHERE thread_id = ANY(%s)
 """
-        writes = self.writes(ids, "checkpoint_writes", "pg_column_size(blob)")
+        writes = self.writes(ids, "checkpoint_writes", POSTGRES_BLOB_BYTES)
         sizes: dict[tuple[str, str, str, str], int] = {
             (str(t), str(ns), str(ch), str(v)): int(size or 0)
             for t, ns, ch, v, size in self.fetch(blobs_sql, [ids])
@@ -472,7 +476,7 @@ def _redis_thread(saver: Any, thread_id: str) -> list[StoredCheckpoint]:
         + [d["id"] for d in write_docs]
         + list(registry_keys.values())
     )
-    sizes = dict(zip(keys, _memory_usage(redis, keys), strict=True))
+    sizes = dict(zip(keys, redis_key_bytes(redis, keys), strict=True))
     writes: dict[tuple[str, str], _Writes] = defaultdict(_Writes)
     for doc in write_docs:
         at = (str(doc["checkpoint_ns"]), str(doc["checkpoint_id"]))
@@ -486,8 +490,10 @@ def _redis_thread(saver: Any, thread_id: str) -> list[StoredCheckpoint]:
         ref = CheckpointRef(thread_id, ns, cid)
         metadata, why = _metadata(doc.get("$.metadata"))
         found = writes.get(at)
-        if found is not None:  # the write-key registry goes with its writes
-            found.size += sizes.get(registry_keys[at], 0)
+        registry_size = sizes.get(registry_keys[at], 0)
+        if registry_size:  # the write-key registry goes with its writes
+            found = found or _Writes()
+            found.size += registry_size
         delta: frozenset[str] = frozenset()
         if metadata is not None and isinstance(metadata.get(DELTA_COUNTERS_KEY), Mapping):
             keys_found = _redis_channel_keys(redis, doc["id"])
@@ -510,17 +516,6 @@ def _redis_thread(saver: Any, thread_id: str) -> list[StoredCheckpoint]:
 
 
 REDIS_PAGE = 1000
-
-
-def _memory_usage(redis: Any, keys: Sequence[str]) -> list[int]:
-    """`MEMORY USAGE` of each key (0 for a key gone meanwhile), pipelined."""
-    sizes: list[int] = []
-    for start in range(0, len(keys), REDIS_PAGE):
-        pipe = redis.pipeline(transaction=False)
-        for key in keys[start : start + REDIS_PAGE]:
-            pipe.memory_usage(key)
-        sizes.extend(int(size or 0) for size in pipe.execute())
-    return sizes
 
 
 def _redis_channel_keys(redis: Any, key: str) -> tuple[list[str], list[str]] | None:
