@@ -42,6 +42,7 @@ from prometheus_client import REGISTRY, CollectorRegistry, start_http_server
 import graphs
 from helpers import in_ci, terminate
 from langgraph.checkpoint.otel import instrument
+from langgraph.checkpoint.otel.retention.telemetry import RetentionTelemetry
 from suite_paths import REPO as ROOT
 
 RULES_DIR = ROOT / "alerts" / "prometheus"
@@ -64,8 +65,9 @@ ALERTS = [
     "LangGraphThreadTooManyCheckpoints",
     "LangGraphThreadTooManyBytes",
     "LangGraphChannelGrowsWithoutBound",
+    "LangGraphThreadGrowsWithoutRetention",
 ]
-RULE_COUNT = 17  # 6 recording rules and the alerts
+RULE_COUNT = 19  # 7 recording rules and the alerts
 # Bucket boundaries of the run-end histograms (langgraph.checkpoint.thread.checkpoints and
 # langgraph.checkpoint.thread.written, which uses the byte buckets) that rules compare with.
 THREAD_CHECKPOINT_BUCKETS = (1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10000)
@@ -192,6 +194,9 @@ def test_new_alerts_read_the_new_series() -> None:
         "LangGraphThreadTooManyBytes": "langgraph_checkpoint_thread_written_bytes_bucket",
         "LangGraphChannelGrowsWithoutBound": (
             "job_langgraph_channel_name:langgraph_checkpoint_channel_size_bytes:p95_rate5m"
+        ),
+        "LangGraphThreadGrowsWithoutRetention": (
+            "langgraph_checkpoint_retention_reclaimed_bytes_total"
         ),
     }
     for alert, series in expected.items():
@@ -473,6 +478,17 @@ def test_divergence_alert_fires_in_a_live_prometheus(
             inner,
             "live-3",
         )
+        # what a retention apply reclaimed (its counters, on the same meter provider)
+        retention = RetentionTelemetry(exporter.tracer_provider, exporter.meter_provider)
+        with (
+            retention.apply(
+                policy="keep_last=1", threads=1, saver="InMemorySaver", archive=None
+            ) as report,
+            report.thread("live-1") as thread,
+        ):
+            thread.applied(
+                checkpoints_removed=3, writes_removed=0, bytes_reclaimed=1024, checkpoints_kept=1
+            )
         text = exporter.metrics_text()
         assert 'langgraph_checkpoint_divergences_total{langgraph_divergence_kind="state"' in text
         mismatches = [
@@ -547,8 +563,8 @@ def test_divergence_alert_fires_in_a_live_prometheus(
 
         # every exporter metric and label the rules name exists in Prometheus after this run
         metrics, labels = metric_references(rule_expressions())
-        # all instruments but the whole-state size
-        assert len(metrics) == 10, metrics
+        # all instruments but the whole-state size and the checkpoints retention removed
+        assert len(metrics) == 11, metrics
         names = set(prometheus.api("label/__name__/values"))
         seen_labels: set[str] = set()
         for metric in sorted(metrics):
