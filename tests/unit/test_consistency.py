@@ -145,6 +145,7 @@ def run_every_path(tracer_provider: TracerProvider, meter_provider: MeterProvide
     list(saver.list(config))
     saver.delete_thread("consistency")
     run_a_tool_call(tracer_provider, meter_provider)
+    run_a_retention_apply(tracer_provider, meter_provider)
     together = graphs.LoadTogether()
     graphs.change_graph_and_write_twice(
         instrument(together, tracer_provider=tracer_provider, meter_provider=meter_provider),
@@ -180,6 +181,34 @@ def run_a_tool_call(tracer_provider: TracerProvider, meter_provider: MeterProvid
     )
     graph = builder.compile(checkpointer=saver)
     graph.invoke({"messages": []}, {"configurable": {"thread_id": "tools"}})
+
+
+def run_a_retention_apply(tracer_provider: TracerProvider, meter_provider: MeterProvider) -> None:
+    """A retention apply (one thread applied, one skipped) and a restore, on the same providers
+    (the prune span's bytes need a PostgreSQL or Redis saver: tests/integration)."""
+    from langgraph.checkpoint.otel.retention.telemetry import RetentionTelemetry
+
+    retention = RetentionTelemetry(tracer_provider, meter_provider)
+    with retention.apply(
+        policy="keep_last=2", threads=2, saver="SqliteSaver", archive="retention.archive"
+    ) as report:
+        with report.thread("kept-long") as thread:
+            thread.applied(
+                checkpoints_removed=3, writes_removed=2, bytes_reclaimed=900, checkpoints_kept=2
+            )
+        with report.thread("busy") as thread:
+            thread.skipped("written to during the apply")
+    with (
+        retention.apply(
+            policy="keep_last=2",
+            threads=1,
+            saver="SqliteSaver",
+            archive="retention.archive",
+            operation="restore",
+        ) as report,
+        report.thread("kept-long") as thread,
+    ):
+        thread.restored(checkpoints=3, writes=2)
 
 
 TOKEN = re.compile(r"(?<![A-Za-z0-9_])@?((?:langgraph|gen_ai)[a-zA-Z0-9_.:]*)")
@@ -258,9 +287,12 @@ def test_the_emitted_set_is_not_vacuous(emitted: Emitted) -> None:
         names.RESUME_KIND,
         names.METRIC_DIVERGENCES,
         names.LINK_TYPE,
+        names.SPAN_RETENTION_APPLY,
+        names.METRIC_RETENTION_BYTES_RECLAIMED,
     ):
         assert name in emitted.dotted, name
     assert "langgraph_checkpoint_divergences_total" in emitted.prometheus_metrics
+    assert "langgraph_checkpoint_retention_reclaimed_bytes_total" in emitted.prometheus_metrics
 
 
 def test_a_misspelled_name_would_be_caught(emitted: Emitted) -> None:
