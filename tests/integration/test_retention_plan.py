@@ -368,3 +368,110 @@ def test_a_plan_counts_the_bytes_the_shared_measure_counts(store: str, request: 
     plans = _plans(saver, POLICIES["older"])
     for thread_id, _ in written:
         assert plans[thread_id].bytes == thread_bytes(saver, [thread_id]), thread_id
+
+
+# --- the command ------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def sqlite_file(tmp_path: Path) -> Path:
+    """A SQLite file of seeded threads (closed: the command opens it itself)."""
+    from langgraph.checkpoint.sqlite import SqliteSaver
+
+    path = tmp_path / "threads.sqlite"
+    conn = sqlite3.connect(path, check_same_thread=False)
+    saver = SqliteSaver(conn)
+    saver.setup()
+    write_seeded(saver, 5, 10)
+    conn.close()
+    return path
+
+
+def run_cli(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, Any]:
+    import json
+
+    from langgraph.checkpoint.otel.inspector.cli import main
+
+    code = main(args)
+    out = capsys.readouterr().out
+    return code, json.loads(out) if "--json" in args and out.strip() else out
+
+
+def test_cli_read_only_plan_as_json(sqlite_file: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    before = sqlite_file.read_bytes()
+    code, view = run_cli(
+        ["retention", f"sqlite:///{sqlite_file}", "--keep-last", "2", "--json", "--top", "3"],
+        capsys,
+    )
+    assert code == 1  # the policy removes something
+    assert view["policy"] == "keep_last=2" and view["threads"] == 10
+    assert view["remove_checkpoints"] > 0 and view["reclaim_bytes"] > 0
+    assert len(view["heaviest"]) == 3 and len(view["removing"]) == 3
+    assert view["heaviest"][0]["bytes"] >= view["heaviest"][-1]["bytes"]
+    assert {n["name"] for n in view["namespaces"]} >= {"", "inner"}
+    assert view["kept"].get("pending_interrupt", 0) >= 0
+    assert sqlite_file.read_bytes() == before  # read only
+
+
+def test_cli_figures_are_the_plans(sqlite_file: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from langgraph.checkpoint.sqlite import SqliteSaver
+
+    code, view = run_cli(["retention", str(sqlite_file), "--keep-last", "2", "--json"], capsys)
+    conn = sqlite3.connect(sqlite_file, check_same_thread=False)
+    plans = list(plan_threads(SqliteSaver(conn), POLICIES["keep_last_2"], ALL, FAR))
+    conn.close()
+    assert code == 1
+    assert view["checkpoints"] == sum(p.checkpoints for p in plans)
+    assert view["bytes"] == sum(p.bytes for p in plans)
+    assert view["remove_checkpoints"] == sum(len(p.remove) for p in plans)
+    assert view["reclaim_bytes"] == sum(p.reclaim_bytes for p in plans)
+    assert view["remove_writes"] == sum(p.reclaim_writes for p in plans)
+
+
+def test_cli_without_a_policy_shows_where_the_bytes_are(
+    sqlite_file: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out = run_cli(["retention", str(sqlite_file)], capsys)
+    assert code == 0
+    assert "heaviest threads" in out and "where the bytes are" in out and "no policy" in out
+
+
+def test_cli_policy_file_and_options(
+    sqlite_file: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    policy = tmp_path / "retention.toml"
+    policy.write_text('keep_last = 50\nidle_longer_than = "3650d"\n')
+    code, view = run_cli(
+        ["retention", str(sqlite_file), "--policy", str(policy), "--keep-last", "100", "--json"],
+        capsys,
+    )
+    assert code == 0 and view["policy"] == "keep_last=100 idle_longer_than=3650d"
+    assert view["remove_checkpoints"] == 0
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["--older-than", "soon"],
+        ["--keep-last", "2", "--apply"],
+        ["--archive", "x.jsonl"],
+        ["--apply", "--archive", "x.jsonl"],
+        ["--keep-last", "0"],
+    ],
+)
+def test_cli_bad_input_exits_2(
+    sqlite_file: Path, args: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, _ = run_cli(["retention", str(sqlite_file), *args], capsys)
+    assert code == 2
+
+
+def test_cli_limit_and_prefix(sqlite_file: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    _, view = run_cli(["retention", str(sqlite_file), "--limit", "3", "--json"], capsys)
+    assert view["threads"] == 3
+    _, view = run_cli(["retention", str(sqlite_file), "--thread-prefix", "t5-00", "--json"], capsys)
+    assert view["threads"] == 10
+    _, view = run_cli(
+        ["retention", str(sqlite_file), "--thread-prefix", "t5-001", "--json"], capsys
+    )
+    assert view["threads"] == 1

@@ -8,6 +8,9 @@
     langgraph-otel diverge THREAD SOURCE...         # exit 1 when something diverged
     langgraph-otel growth THREAD SOURCE...
     langgraph-otel report THREAD --html report.html SOURCE...
+    langgraph-otel retention SOURCE --keep-last 20 --older-than 30d --idle-longer-than 90d
+    langgraph-otel retention SOURCE --policy retention.toml --apply --archive old.jsonl
+    langgraph-otel restore old.jsonl SOURCE [--thread T]...
     langgraph-otel schema [COMMAND]                 # JSON Schema of the --json output
     langgraph-otel timeline THREAD SOURCE --trace-url 'https://jaeger.example.com/trace/{trace_id}'
 
@@ -137,6 +140,8 @@ SCHEMAS: dict[str, type[BaseModel]] = {
     "report": model.Report,
     "compat": model.Compat,
     "replay": model.Replays,
+    "retention": model.Retention,
+    "restore": model.Restore,
 }
 
 
@@ -446,6 +451,197 @@ def _counting_progress(description: str) -> Iterator[Callable[[], None]]:
     with Progress(console=Console(stderr=True), transient=True) as progress:
         task = progress.add_task(description, total=None)
         yield lambda: progress.advance(task)
+
+
+def _retention_policy(
+    policy_file: Path | None,
+    keep_last: int | None,
+    older_than: str | None,
+    idle_longer_than: str | None,
+) -> Any:
+    """The policy of `--policy FILE`, the options overriding the file's keys."""
+    from langgraph.checkpoint.otel.analysis.retention import (
+        PolicyError,
+        RetentionPolicy,
+        load_policy_file,
+        policy_from_mapping,
+    )
+
+    try:
+        base = load_policy_file(policy_file) if policy_file else RetentionPolicy()
+        given: dict[str, Any] = {
+            "keep_last": base.keep_last if keep_last is None else keep_last,
+            "older_than": base.older_than if older_than is None else older_than,
+            "idle_longer_than": base.idle_longer_than
+            if idle_longer_than is None
+            else idle_longer_than,
+        }
+        return policy_from_mapping(given)
+    except PolicyError as exc:
+        raise SourceError(f"retention policy: {exc}") from None
+
+
+@app.command("retention")
+def retention_command(
+    sources_given: SourceArguments = None,
+    source: SourceOption = None,
+    as_json: JsonOption = False,
+    keep_last: Annotated[
+        int | None,
+        typer.Option(
+            "--keep-last", min=1, help="Keep the last N checkpoints of each thread and namespace."
+        ),
+    ] = None,
+    older_than: Annotated[
+        str | None,
+        typer.Option("--older-than", help="Remove checkpoints older than this (30d, 12h, 2w)."),
+    ] = None,
+    idle_longer_than: Annotated[
+        str | None,
+        typer.Option(
+            "--idle-longer-than",
+            help="Remove whole threads whose newest checkpoint is older than this (90d).",
+        ),
+    ] = None,
+    policy_file: Annotated[
+        Path | None,
+        typer.Option(
+            "--policy",
+            help='A TOML policy file (keep_last = 20, older_than = "30d", '
+            'idle_longer_than = "90d"); options given override its keys.',
+        ),
+    ] = None,
+    prefix: Annotated[
+        str, typer.Option("--thread-prefix", help="Only thread ids starting with this.")
+    ] = "",
+    limit: Annotated[
+        int, typer.Option("--limit", "-n", min=0, help="Scan at most this many threads; 0: all.")
+    ] = 0,
+    top: Annotated[
+        int, typer.Option("--top", min=0, help="Threads, channels and namespaces listed.")
+    ] = 10,
+    apply: Annotated[
+        bool,
+        typer.Option(
+            "--apply",
+            help="Remove what the policy removes, each thread archived first (needs --archive).",
+        ),
+    ] = False,
+    archive: Annotated[
+        Path | None,
+        typer.Option(
+            "--archive", help="The archive file --apply writes (appended to; see `restore`)."
+        ),
+    ] = None,
+    telemetry_dir: Annotated[
+        Path | None,
+        typer.Option(
+            "--telemetry",
+            help="With --apply: write its spans and metrics to this directory (OTLP/JSON).",
+        ),
+    ] = None,
+) -> None:
+    """Where the bytes are, what a retention policy removes and reclaims, and what it keeps
+    against the policy (read only unless --apply). Exit code 1 when the policy removes
+    something (with --apply: when a thread was skipped or failed)."""
+    import time
+    from datetime import UTC, datetime
+
+    from langgraph.checkpoint.otel.retention.scan import plan_threads
+    from langgraph.checkpoint.otel.retention.summary import RetentionSummary, applied_view
+
+    policy = _retention_policy(policy_file, keep_last, older_than, idle_longer_than)
+    if apply and archive is None:
+        raise SourceError("--apply needs --archive PATH: removed checkpoints are archived first")
+    if apply and policy == type(policy)():
+        raise SourceError("--apply needs a policy (--keep-last, --older-than, ...)")
+    if archive is not None and not apply:
+        raise SourceError("--archive is only used with --apply")
+    query = ThreadQuery(limit=limit or None, prefix=prefix)
+    now = datetime.now(UTC)
+    started = time.perf_counter()
+    summary = RetentionSummary(policy, now, top)
+    given = [*(sources_given or ()), *(source or ())] or [os.environ.get(SOURCE_ENV, "")]
+    with open_sources([p for item in given for p in item.split()], writable=apply) as sources:
+        if sources.saver is None:
+            raise SourceError("retention needs a saver (sqlite:///..., postgresql://..., ...)")
+        saver = sources.saver
+        with _counting_progress("planning threads") as advance:
+            plans = summary.watch(plan_threads(saver, policy, query, now, advance))
+            if not apply:
+                for _ in plans:
+                    pass
+                result = None
+            else:
+                assert archive is not None
+                result = _apply(saver, plans, archive, policy, telemetry_dir)
+        view = summary.view(sources.saver_url, time.perf_counter() - started)
+    if result is not None:
+        view.applied = applied_view(result, top)
+    _emit(view, as_json, render.retention)
+    if view.applied is not None:
+        if view.applied.skipped or view.applied.failed:
+            raise typer.Exit(1)
+    elif view.remove_checkpoints:
+        raise typer.Exit(1)
+
+
+def _apply(saver: Any, plans: Any, archive: Path, policy: Any, telemetry_dir: Path | None) -> Any:
+    from langgraph.checkpoint.otel.retention.apply import ApplyError, apply_plans
+    from langgraph.checkpoint.otel.retention.telemetry import cli_telemetry
+
+    try:
+        with cli_telemetry(telemetry_dir) as telemetry:
+            return apply_plans(saver, plans, archive, policy=policy, telemetry=telemetry)
+    except ApplyError as exc:
+        raise SourceError(str(exc)) from None
+
+
+@app.command("restore")
+def restore_command(
+    archive: Annotated[Path, typer.Argument(help="An archive written by retention --apply.")],
+    sources_given: SourceArguments = None,
+    source: SourceOption = None,
+    as_json: JsonOption = False,
+    threads: Annotated[
+        list[str] | None,
+        typer.Option("--thread", help="Only this thread (repeatable); default: every thread."),
+    ] = None,
+    telemetry_dir: Annotated[
+        Path | None,
+        typer.Option("--telemetry", help="Write its spans and metrics to this directory."),
+    ] = None,
+) -> None:
+    """Put archived checkpoints back (the thread's history reads as before); exit code 1 when
+    some archive lines could not be read."""
+    from langgraph.checkpoint.otel.retention.restore import restore_archive
+    from langgraph.checkpoint.otel.retention.telemetry import cli_telemetry
+
+    if not archive.is_file():
+        raise SourceError(f"{archive}: no such archive")
+    given = [*(sources_given or ()), *(source or ())] or [os.environ.get(SOURCE_ENV, "")]
+    with open_sources([p for item in given for p in item.split()], writable=True) as sources:
+        if sources.saver is None:
+            raise SourceError("restore needs a saver (sqlite:///..., postgresql://..., ...)")
+        with cli_telemetry(telemetry_dir) as telemetry:
+            result = restore_archive(
+                sources.saver,
+                archive,
+                thread_ids=set(threads) if threads else None,
+                telemetry=telemetry,
+            )
+        view = model.Restore(
+            archive=str(archive),
+            source=sources.saver_url,
+            threads=result.threads,
+            checkpoints=result.checkpoints,
+            writes=result.writes,
+            incomplete=result.incomplete,
+            already_present=result.already_present,
+        )
+    _emit(view, as_json, render.restore)
+    if view.incomplete:
+        raise typer.Exit(1)
 
 
 @app.command("growth")

@@ -298,3 +298,143 @@ class Replays(BaseModel):
     schema_version: int = SCHEMA_VERSION
     graph: str
     threads: list[ReplayRow]
+
+
+# --- retention (`langgraph-otel retention`, `restore`) ----------------------------------------
+
+
+class RetentionThread(BaseModel):
+    """One thread: what it stores and what the policy does to it."""
+
+    thread_id: str
+    checkpoints: int
+    bytes: int
+    """Stored bytes: checkpoints, writes and blobs (see `retention.scan` for each store's
+    measure)."""
+    namespaces: int
+    oldest: datetime | None = None
+    """When its oldest checkpoint was written (from the UUID v6 id)."""
+    last: datetime | None = None
+    """When its newest checkpoint was written: idle since."""
+    remove_checkpoints: int = 0
+    remove_writes: int = 0
+    reclaim_bytes: int = 0
+    whole_thread: bool = False
+    """Idle: every checkpoint goes."""
+    kept: dict[str, int] = Field(default_factory=dict)
+    """Checkpoints the policy would remove, kept, by reason."""
+
+
+class RetentionSize(BaseModel):
+    """Stored bytes of one channel or one namespace (by graph: task ids left out) over the
+    scanned threads."""
+
+    name: str
+    bytes: int
+    threads: int
+    """Threads that store some."""
+
+
+class RetentionIdle(BaseModel):
+    """Threads idle for at least `at_least` (and less than the next bucket's)."""
+
+    at_least: str
+    """A duration (`0s`, `1d`, `7d`, `30d`, `90d`, `365d`)."""
+    threads: int
+    bytes: int
+
+
+class RetentionUnproven(BaseModel):
+    """A checkpoint kept because the scan could not prove it unneeded."""
+
+    thread_id: str
+    checkpoint_ns: str
+    checkpoint_id: str
+    why: str
+
+
+class RetentionApplied(BaseModel):
+    """One thread of `--apply`: what was done."""
+
+    thread_id: str
+    outcome: str
+    """`applied`, `skipped_written` (written to since the plan: untouched), `failed`, or
+    `nothing`."""
+    checkpoints_removed: int = 0
+    writes_removed: int = 0
+    bytes_reclaimed: int = 0
+    detail: str | None = None
+
+
+class RetentionApply(BaseModel):
+    """What `--apply` did, and where the removed checkpoints were archived."""
+
+    archive: str
+    applied: int
+    skipped: int
+    failed: int
+    checkpoints_removed: int
+    writes_removed: int
+    bytes_reclaimed: int
+    threads: list[RetentionApplied]
+    """Every thread not simply applied (skipped, failed), and the top threads applied."""
+
+
+class Retention(BaseModel):
+    """`langgraph-otel retention`: where the bytes are, what a policy removes and reclaims,
+    and what it keeps against the policy, with why."""
+
+    schema_version: int = SCHEMA_VERSION
+    source: str | None
+    policy: str
+    """The policy in one line (`keep_last=20 older_than=30d idle_longer_than=90d`)."""
+    now: datetime
+    """The time ages and idle times are measured from."""
+    threads: int
+    """Threads scanned."""
+    checkpoints: int
+    bytes: int
+    remove_threads: int
+    """Threads the policy removes something from."""
+    whole_threads: int
+    """Idle threads removed whole."""
+    remove_checkpoints: int
+    remove_writes: int
+    remove_blobs: int
+    reclaim_bytes: int
+    kept: dict[str, int]
+    """Checkpoints the policy would remove, kept, by reason (`latest`, `pending_interrupt`,
+    `delta_base`, `referenced`, `unproven`)."""
+    unproven: list[RetentionUnproven]
+    """The checkpoints kept as `unproven`, each with why (the first `unproven_shown`)."""
+    heaviest: list[RetentionThread]
+    """The top threads by stored bytes."""
+    removing: list[RetentionThread]
+    """The top threads by bytes the policy reclaims."""
+    channels: list[RetentionSize]
+    """The heaviest channels, where the store tells them apart (writes everywhere; blobs on
+    PostgreSQL and Redis; values inside SQLite's checkpoints are not split by channel)."""
+    namespaces: list[RetentionSize]
+    """Stored bytes by namespace, subgraph calls grouped by graph (`""` is the root graph)."""
+    idle: list[RetentionIdle]
+    """Threads and bytes by idle time (since their newest checkpoint)."""
+    applied: RetentionApply | None = None
+    """With `--apply`: what was removed (archived first)."""
+    seconds: float = 0.0
+
+
+class Restore(BaseModel):
+    """`langgraph-otel restore`: what an archive put back."""
+
+    schema_version: int = SCHEMA_VERSION
+    archive: str
+    source: str | None
+    threads: int
+    checkpoints: int
+    writes: int
+    incomplete: int
+    """Archive lines that could not be read (a line cut short by a killed apply, whose
+    thread's delete never ran, or a bad checksum): skipped."""
+    already_present: int = 0
+    """Archived checkpoints still stored (never removed, or restored before): left as they
+    are."""

@@ -23,7 +23,10 @@ from langgraph.checkpoint.otel.inspector.model import (
     Divergences,
     Growth,
     Replays,
+    Restore,
     Resumes,
+    Retention,
+    RetentionThread,
     SourceInfo,
     Threads,
     Timeline,
@@ -400,3 +403,129 @@ def replays(console: Console, view: Replays) -> None:
 
 def _threads(count: int) -> str:
     return f"{count} thread" if count == 1 else f"{count} threads"
+
+
+def retention(console: Console, view: Retention) -> None:
+    """Where the bytes are, what the policy removes and reclaims, what it keeps and why."""
+    console.print(
+        Text(
+            f"{_threads(view.threads)}, {view.checkpoints} checkpoints, "
+            f"{_bytes(view.bytes)} stored ({view.source or 'no source'}, "
+            f"scanned in {view.seconds:.1f} s)"
+        )
+    )
+    if view.heaviest:
+        console.print(_retention_threads("heaviest threads", view.heaviest, view.now))
+    sizes = Table(title="where the bytes are", title_justify="left")
+    for column in ("channel or namespace", "bytes", "threads"):
+        sizes.add_column(column, justify="left" if column.startswith("channel") else "right")
+    for channel in view.channels:
+        sizes.add_row(f"channel {channel.name}", _bytes(channel.bytes), str(channel.threads))
+    for ns in view.namespaces:
+        sizes.add_row(f"namespace {ns.name or '(root)'}", _bytes(ns.bytes), str(ns.threads))
+    if view.channels or view.namespaces:
+        console.print(sizes)
+    if view.idle:
+        idle = ", ".join(f">= {b.at_least}: {b.threads} ({_bytes(b.bytes)})" for b in view.idle)
+        console.print(Text(f"idle since their last checkpoint: {idle}", style="dim"))
+    if view.policy == "none":
+        console.print(
+            Text("no policy given (--keep-last, --older-than, --idle-longer-than, --policy)")
+        )
+        return
+    if not view.remove_checkpoints:
+        console.print(Text(f"policy {view.policy}: removes nothing", style="green"))
+    else:
+        if view.removing:
+            console.print(_retention_threads("what the policy removes", view.removing, view.now))
+        console.print(
+            Text(
+                f"policy {view.policy}: removes {view.remove_checkpoints} checkpoints and "
+                f"{view.remove_writes} writes"
+                + (f" and {view.remove_blobs} blobs" if view.remove_blobs else "")
+                + f" from {_threads(view.remove_threads)}"
+                + (f" ({view.whole_threads} idle, whole)" if view.whole_threads else "")
+                + f", reclaiming {_bytes(view.reclaim_bytes)}",
+                style="bold",
+            )
+        )
+    if view.kept:
+        kept = ", ".join(f"{reason} {count}" for reason, count in view.kept.items())
+        console.print(Text(f"kept against the policy: {kept}"))
+    for item in view.unproven:
+        console.print(
+            Text(
+                f"unproven, kept: {item.thread_id} {item.checkpoint_ns or '(root)'} "
+                f"{item.checkpoint_id}: {item.why}",
+                style="yellow",
+            )
+        )
+    if view.applied is not None:
+        done = view.applied
+        console.print(
+            Text(
+                f"applied: {done.applied} threads, {done.checkpoints_removed} checkpoints and "
+                f"{done.writes_removed} writes removed, {_bytes(done.bytes_reclaimed)} "
+                f"reclaimed; archived to {done.archive}",
+                style="bold green" if not (done.skipped or done.failed) else "bold",
+            )
+        )
+        for outcome in done.threads:
+            if outcome.outcome != "applied":
+                style = "yellow" if outcome.outcome == "skipped_written" else "bold red"
+                line = f"{outcome.outcome}: {outcome.thread_id} {outcome.detail or ''}"
+                console.print(Text(line, style=style))
+
+
+def _retention_threads(title: str, rows: Sequence[RetentionThread], now: datetime) -> Table:
+    table = Table(title=title, title_justify="left")
+    for column in (
+        "thread",
+        "checkpoints",
+        "bytes",
+        "namespaces",
+        "age",
+        "idle",
+        "removes",
+        "reclaims",
+        "kept",
+    ):
+        table.add_column(column, justify="left" if column in ("thread", "kept") else "right")
+    for row in rows:
+        removes = "whole" if row.whole_thread else str(row.remove_checkpoints or "")
+        table.add_row(
+            row.thread_id,
+            str(row.checkpoints),
+            _bytes(row.bytes),
+            str(row.namespaces),
+            _age(now, row.oldest),
+            _age(now, row.last),
+            removes,
+            _bytes(row.reclaim_bytes) if row.reclaim_bytes else "",
+            ", ".join(f"{k} {v}" for k, v in row.kept.items()),
+        )
+    return table
+
+
+def _age(now: datetime, when: datetime | None) -> str:
+    if when is None:
+        return "-"
+    seconds = max(0.0, (now - when).total_seconds())
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
+        if seconds >= size:
+            return f"{seconds / size:.0f}{unit}"
+    return f"{seconds:.0f}s"
+
+
+def restore(console: Console, view: Restore) -> None:
+    """What a restore put back."""
+    console.print(
+        Text(
+            f"restored {view.checkpoints} checkpoints and {view.writes} writes of "
+            f"{_threads(view.threads)} from {view.archive} into {view.source}"
+            + (f"; {view.already_present} already stored" if view.already_present else ""),
+            style="bold green" if not view.incomplete else "bold",
+        )
+    )
+    if view.incomplete:
+        console.print(Text(f"{view.incomplete} archive lines unreadable, skipped", style="yellow"))
