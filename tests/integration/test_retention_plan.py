@@ -475,3 +475,56 @@ def test_cli_limit_and_prefix(sqlite_file: Path, capsys: pytest.CaptureFixture[s
         ["retention", str(sqlite_file), "--thread-prefix", "t5-001", "--json"], capsys
     )
     assert view["threads"] == 1
+
+
+def _latest_states(path: Path, written: list[tuple[str, str]]) -> dict[str, Any]:
+    from langgraph.checkpoint.sqlite import SqliteSaver
+
+    conn = sqlite3.connect(path, check_same_thread=False)
+    saver = SqliteSaver(conn)
+    graphs = {
+        "loop": loop_graph(saver),
+        "fork": loop_graph(saver),
+        "subgraph": subgraph_graph(saver),
+        "interrupt": interrupt_graph(saver),
+        "delta": loop_graph(saver, DeltaState),
+    }
+    out = {}
+    for thread_id, shape in written:
+        config = {"configurable": {"thread_id": thread_id}}
+        snapshot = graphs[shape].get_state(config)
+        history = len(list(graphs[shape].get_state_history(config)))
+        out[thread_id] = (snapshot.values, snapshot.next, len(snapshot.interrupts), history)
+    conn.close()
+    return out
+
+
+def test_cli_apply_then_restore(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """--apply removes what the read-only run said (archived first), every latest state reads
+    as before; restore puts the history back."""
+    from langgraph.checkpoint.sqlite import SqliteSaver
+
+    path = tmp_path / "apply.sqlite"
+    conn = sqlite3.connect(path, check_same_thread=False)
+    SqliteSaver(conn).setup()
+    written = write_seeded(SqliteSaver(conn), 6, 10)
+    conn.close()
+    before = _latest_states(path, written)
+    source, archive = f"sqlite:///{path}", tmp_path / "archive.jsonl"
+    _, planned = run_cli(["retention", source, "--keep-last", "2", "--json"], capsys)
+    code, done = run_cli(
+        ["retention", source, "--keep-last", "2", "--apply", "--archive", str(archive), "--json"],
+        capsys,
+    )
+    assert code == 0, done["applied"]
+    assert done["applied"]["checkpoints_removed"] == planned["remove_checkpoints"]
+    assert done["applied"]["writes_removed"] == planned["remove_writes"]
+    assert done["applied"]["bytes_reclaimed"] == planned["reclaim_bytes"]
+    after = _latest_states(path, written)
+    assert {t: s[:3] for t, s in after.items()} == {t: s[:3] for t, s in before.items()}
+    assert sum(s[3] for s in after.values()) < sum(s[3] for s in before.values())
+    code, again = run_cli(["retention", source, "--keep-last", "2", "--json"], capsys)
+    assert code == 0 and again["remove_checkpoints"] == 0
+    code, restored = run_cli(["restore", str(archive), source, "--json"], capsys)
+    assert code == 0 and restored["checkpoints"] == planned["remove_checkpoints"]
+    assert _latest_states(path, written) == before
