@@ -43,6 +43,7 @@ from prometheus_client.parser import text_string_to_metric_families
 import graphs
 from helpers import EVENT_ONLY_ATTRIBUTES, in_ci
 from langgraph.checkpoint.otel import instrument, names
+from langgraph.checkpoint.otel.retention.telemetry import RetentionTelemetry
 from suite_paths import REPO as ROOT
 
 GRAFANA = ROOT / "dashboards" / "grafana"
@@ -83,6 +84,12 @@ FAMILY_LABELS: dict[str, frozenset[str]] = {
     "langgraph_checkpoint_concurrent_writes_total": frozenset({"langgraph_graph_name"}),
     "langgraph_checkpoint_thread_checkpoints": frozenset({"langgraph_saver"}),
     "langgraph_checkpoint_thread_written_bytes": frozenset({"langgraph_saver"}),
+    "langgraph_checkpoint_retention_checkpoints_removed_total": frozenset(
+        {"langgraph_retention_by", "langgraph_saver"}
+    ),
+    "langgraph_checkpoint_retention_reclaimed_bytes_total": frozenset(
+        {"langgraph_retention_by", "langgraph_saver"}
+    ),
 }
 HISTOGRAMS = {
     "langgraph_checkpoint_operation_duration_seconds",
@@ -405,6 +412,31 @@ def test_deploy_safety_panels_chart_graph_changes_and_concurrent_writes() -> Non
     assert sorted(row_panels(dashboard, "Deploy safety")) == sorted(DEPLOY_PANELS)
 
 
+# The retention panels: title -> the series their one query reads.
+RETENTION_PANELS = {
+    "Bytes reclaimed by retention": "langgraph_checkpoint_retention_reclaimed_bytes_total",
+    "Checkpoints removed by retention": "langgraph_checkpoint_retention_checkpoints_removed_total",
+    "Mean checkpoints per thread (at run end, 1h)": "langgraph_checkpoint_thread_checkpoints_sum",
+}
+
+
+def test_retention_panels_chart_what_retention_reclaimed() -> None:
+    dashboard = load_dashboard()
+    panels = {panel["title"]: panel for panel in all_panels(dashboard)}
+    for title, series in RETENTION_PANELS.items():
+        (expr,) = [target["expr"] for target in panels[title]["targets"]]
+        metrics, _ = promql_names(expr)
+        assert series in metrics, (title, expr)
+        assert 'langgraph_saver=~"$saver"' in expr, (title, expr)
+    for title in list(RETENTION_PANELS)[:2]:  # the command line reports from its own job
+        (target,) = panels[title]["targets"]
+        assert "job=" not in target["expr"], title
+        assert target["legendFormat"] == "{{langgraph_retention_by}} {{langgraph_saver}}", title
+    units = {title: panels[title]["fieldConfig"]["defaults"]["unit"] for title in RETENTION_PANELS}
+    assert list(units.values()) == ["bytes", "short", "short"]
+    assert sorted(row_panels(dashboard, "Retention")) == sorted(RETENTION_PANELS)
+
+
 def test_bytes_written_per_channel_is_the_channel_size_sum() -> None:
     dashboard = load_dashboard()
     panels = {panel["title"]: panel for panel in all_panels(dashboard)}
@@ -488,6 +520,17 @@ def exercise(meter_provider: MeterProvider, thread_id: str) -> None:
             together,
             thread_id,
         )
+        # what a retention apply removed and reclaimed (its counters)
+        retention = RetentionTelemetry(tracer_provider, meter_provider)
+        with (
+            retention.apply(
+                policy="keep_last=1", threads=1, saver="InMemorySaver", archive=None
+            ) as report,
+            report.thread(f"{thread_id}-retention") as thread,
+        ):
+            thread.applied(
+                checkpoints_removed=2, writes_removed=1, bytes_reclaimed=512, checkpoints_kept=1
+            )
     finally:
         tracer_provider.shutdown()
 
