@@ -66,13 +66,16 @@ ALERTS = [
     "LangGraphThreadTooManyBytes",
     "LangGraphChannelGrowsWithoutBound",
     "LangGraphThreadGrowsWithoutRetention",
+    "LangGraphContextWindowNearlyFull",
 ]
-RULE_COUNT = 19  # 7 recording rules and the alerts
+RULE_COUNT = 20  # 7 recording rules and the alerts
 # Bucket boundaries of the run-end histograms (langgraph.checkpoint.thread.checkpoints and
 # langgraph.checkpoint.thread.written, which uses the byte buckets) that rules compare with.
 THREAD_CHECKPOINT_BUCKETS = (1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10000)
 THREAD_CHECKPOINT_BUCKETS += (20000, 50000, 100000)
 BYTE_BUCKETS = tuple(1024 * 4**k for k in range(11))  # 1 KiB .. 1 GiB
+WINDOW_SHARE_BUCKETS = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.75, 0.8, 0.85, 0.9, 0.95, 1.0)
+WINDOW_SHARE_BUCKETS += (1.25, 1.5, 2.0)  # langgraph.checkpoint.messages.window_share
 LIVE_DEADLINE_S = 60.0
 
 T = TypeVar("T")
@@ -198,6 +201,7 @@ def test_new_alerts_read_the_new_series() -> None:
         "LangGraphThreadGrowsWithoutRetention": (
             "langgraph_checkpoint_retention_reclaimed_bytes_total"
         ),
+        "LangGraphContextWindowNearlyFull": "langgraph_checkpoint_messages_window_share_bucket",
     }
     for alert, series in expected.items():
         assert series in rules[alert]["expr"], alert
@@ -249,6 +253,7 @@ def test_bucket_matchers_are_boundaries_in_every_spelling() -> None:
     buckets = {
         "langgraph_checkpoint_thread_checkpoints_bucket": THREAD_CHECKPOINT_BUCKETS,
         "langgraph_checkpoint_thread_written_bytes_bucket": BYTE_BUCKETS,
+        "langgraph_checkpoint_messages_window_share_bucket": WINDOW_SHARE_BUCKETS,
     }
     found = re.findall(r'(\w+_bucket)\{[^}]*\ble=~"((?:[^"\\]|\\.)*)"', rule_expressions())
     assert {metric for metric, _ in found} == set(buckets)
@@ -489,6 +494,18 @@ def test_divergence_alert_fires_in_a_live_prometheus(
             thread.applied(
                 checkpoints_removed=3, writes_removed=0, bytes_reclaimed=1024, checkpoints_kept=1
             )
+        # a message history near a small context window (the context-cliff histogram)
+        chat = graphs.linear().compile(
+            checkpointer=instrument(
+                InMemorySaver(),
+                tracer_provider=exporter.tracer_provider,
+                meter_provider=exporter.meter_provider,
+                context_window=40,
+            )
+        )
+        chat.invoke(
+            graphs.user_input("a question " * 10), {"configurable": {"thread_id": "live-4"}}
+        )
         text = exporter.metrics_text()
         assert 'langgraph_checkpoint_divergences_total{langgraph_divergence_kind="state"' in text
         mismatches = [
@@ -564,7 +581,7 @@ def test_divergence_alert_fires_in_a_live_prometheus(
         # every exporter metric and label the rules name exists in Prometheus after this run
         metrics, labels = metric_references(rule_expressions())
         # all instruments but the whole-state size and the checkpoints retention removed
-        assert len(metrics) == 11, metrics
+        assert len(metrics) == 12, metrics
         names = set(prometheus.api("label/__name__/values"))
         seen_labels: set[str] = set()
         for metric in sorted(metrics):

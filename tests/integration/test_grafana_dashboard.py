@@ -90,6 +90,9 @@ FAMILY_LABELS: dict[str, frozenset[str]] = {
     "langgraph_checkpoint_retention_reclaimed_bytes_total": frozenset(
         {"langgraph_retention_by", "langgraph_saver"}
     ),
+    "langgraph_checkpoint_messages": frozenset({"langgraph_saver"}),
+    "langgraph_checkpoint_messages_tokens": frozenset({"langgraph_saver"}),
+    "langgraph_checkpoint_messages_window_share": frozenset({"langgraph_saver"}),
 }
 HISTOGRAMS = {
     "langgraph_checkpoint_operation_duration_seconds",
@@ -97,6 +100,9 @@ HISTOGRAMS = {
     "langgraph_checkpoint_channel_size_bytes",
     "langgraph_checkpoint_thread_checkpoints",
     "langgraph_checkpoint_thread_written_bytes",
+    "langgraph_checkpoint_messages",
+    "langgraph_checkpoint_messages_tokens",
+    "langgraph_checkpoint_messages_window_share",
 }
 # on every series: the instrumentation scope, added by the exporter
 SCOPE_LABELS = frozenset({"otel_scope_name", "otel_scope_version", "otel_scope_schema_url"})
@@ -519,6 +525,19 @@ def exercise(meter_provider: MeterProvider, thread_id: str) -> None:
             instrument(together, tracer_provider=tracer_provider, meter_provider=meter_provider),
             together,
             thread_id,
+        )
+        # a message history near a small context window (the context-cliff histograms)
+        chat = graphs.linear().compile(
+            checkpointer=instrument(
+                InMemorySaver(),
+                tracer_provider=tracer_provider,
+                meter_provider=meter_provider,
+                context_window=40,
+            )
+        )
+        chat.invoke(
+            graphs.user_input("a question " * 10),
+            {"configurable": {"thread_id": f"{thread_id}-messages"}},
         )
         # what a retention apply removed and reclaimed (its counters)
         retention = RetentionTelemetry(tracer_provider, meter_provider)

@@ -146,6 +146,7 @@ def run_every_path(tracer_provider: TracerProvider, meter_provider: MeterProvide
     saver.delete_thread("consistency")
     run_a_tool_call(tracer_provider, meter_provider)
     run_a_retention_apply(tracer_provider, meter_provider)
+    run_a_message_history(tracer_provider, meter_provider)
     together = graphs.LoadTogether()
     graphs.change_graph_and_write_twice(
         instrument(together, tracer_provider=tracer_provider, meter_provider=meter_provider),
@@ -209,6 +210,33 @@ def run_a_retention_apply(tracer_provider: TracerProvider, meter_provider: Meter
         report.thread("kept-long") as thread,
     ):
         thread.restored(checkpoints=3, writes=2)
+
+
+def run_a_message_history(tracer_provider: TracerProvider, meter_provider: MeterProvider) -> None:
+    """A message history counted against a context window, then summarised (it shrinks)."""
+    from langchain_core.messages import AIMessage, RemoveMessage, SystemMessage
+    from langgraph.graph import MessagesState
+
+    def chat(state: MessagesState) -> dict[str, Any]:
+        return {"messages": [AIMessage("an answer " * 10)]}
+
+    def summarise(state: MessagesState) -> dict[str, Any]:
+        old = state["messages"][:-1]
+        return {"messages": [*(RemoveMessage(id=m.id) for m in old), SystemMessage("summary")]}
+
+    builder = StateGraph(MessagesState)
+    builder.add_node("chat", chat)
+    builder.add_node("summarise", summarise)
+    builder.add_edge(START, "chat")
+    builder.add_edge("chat", "summarise")
+    saver = instrument(
+        InMemorySaver(),
+        tracer_provider=tracer_provider,
+        meter_provider=meter_provider,
+        context_window=64,
+    )
+    graph = builder.compile(checkpointer=saver)
+    graph.invoke({"messages": [("user", "a question " * 10)]}, {"configurable": {"thread_id": "m"}})
 
 
 TOKEN = re.compile(r"(?<![A-Za-z0-9_])@?((?:langgraph|gen_ai)[a-zA-Z0-9_.:]*)")
@@ -289,10 +317,15 @@ def test_the_emitted_set_is_not_vacuous(emitted: Emitted) -> None:
         names.LINK_TYPE,
         names.SPAN_RETENTION_APPLY,
         names.METRIC_RETENTION_BYTES_RECLAIMED,
+        names.MESSAGES_WINDOW_SHARE,
+        names.EVENT_MESSAGES_SHRUNK,
+        names.MESSAGES_SHRINK_KIND,
+        names.METRIC_WINDOW_SHARE,
     ):
         assert name in emitted.dotted, name
     assert "langgraph_checkpoint_divergences_total" in emitted.prometheus_metrics
     assert "langgraph_checkpoint_retention_reclaimed_bytes_total" in emitted.prometheus_metrics
+    assert "langgraph_checkpoint_messages_window_share_bucket" in emitted.prometheus_metrics
 
 
 def test_a_misspelled_name_would_be_caught(emitted: Emitted) -> None:

@@ -85,6 +85,9 @@ METRIC_ATTRIBUTES = {
     names.METRIC_CONCURRENT_WRITES: {names.GRAPH_NAME},
     names.METRIC_THREAD_CHECKPOINTS: {names.SAVER},
     names.METRIC_THREAD_WRITTEN: {names.SAVER},
+    names.METRIC_MESSAGES: {names.SAVER},
+    names.METRIC_MESSAGE_TOKENS: {names.SAVER},
+    names.METRIC_WINDOW_SHARE: {names.SAVER},
     names.METRIC_RUN_DURATION: {names.GEN_AI_OPERATION_NAME, names.AGENT_NAME, names.ERROR_TYPE},
 }
 HISTOGRAM_METRICS = {
@@ -94,6 +97,9 @@ HISTOGRAM_METRICS = {
     names.METRIC_CHANNEL_SIZE,
     names.METRIC_THREAD_CHECKPOINTS,
     names.METRIC_THREAD_WRITTEN,
+    names.METRIC_MESSAGES,
+    names.METRIC_MESSAGE_TOKENS,
+    names.METRIC_WINDOW_SHARE,
 }
 # Attributes only span events carry (Honeycomb stores each span event as its own event, with
 # meta.annotation_type = span_event): a query on them without that filter finds nothing.
@@ -550,6 +556,7 @@ def test_honeycomb_triggers_cover_the_conditions() -> None:
         "graph_changed",
         "concurrent_writes",
         "thread_growth",
+        "context_window",
     }
     for key, trig in found.items():
         assert validate_trigger(trig, key) == []
@@ -656,6 +663,7 @@ def test_datadog_monitors_are_valid_and_cover_the_conditions() -> None:
         names.METRIC_CONCURRENT_WRITES,
         names.METRIC_THREAD_CHECKPOINTS,
         names.METRIC_THREAD_WRITTEN,
+        names.METRIC_WINDOW_SHARE,
     ):
         assert metric in metric_queries
 
@@ -1003,3 +1011,21 @@ def test_datadog_files_parse_with_the_official_client_models() -> None:
     bad = copy.deepcopy(dash)
     bad["widgets"][1]["definition"]["type"] = "timeserie"
     assert parse(bad, Dashboard)._unparsed is True
+
+
+def test_context_cliff_query_trigger_and_monitor() -> None:
+    """The context cliff on Honeycomb and Datadog: the threads nearest the window, and an alert
+    above 90 % of it, as the Prometheus rule."""
+    query = queries()["context_window"]
+    assert name_filter(names.SPAN_PUT) in query["filters"]
+    assert {"op": "MAX", "column": names.MESSAGES_WINDOW_SHARE} in query["calculations"]
+    assert names.THREAD_ID in query["breakdowns"]
+    trigger = triggers()["context_window"]
+    assert trigger["query"]["calculations"] == [
+        {"op": "MAX", "column": names.MESSAGES_WINDOW_SHARE}
+    ]
+    assert trigger["threshold"] == {"op": ">", "value": 0.9}
+    assert trigger["query"]["time_range"] == 900  # as the Prometheus rule's 15m
+    monitors = {m["query"] for m in load(DD / "monitors.json")}
+    share = f"max:{names.METRIC_WINDOW_SHARE}{{*}} by {{{names.SAVER}}}"
+    assert f"max(last_15m):{share} > 0.9" in monitors
