@@ -184,10 +184,30 @@ def run_a_tool_call(tracer_provider: TracerProvider, meter_provider: MeterProvid
     graph.invoke({"messages": []}, {"configurable": {"thread_id": "tools"}})
 
 
+class PruningMemorySaver(InMemorySaver):
+    """An in-memory saver with LangGraph's `prune(keep_latest)`: the latest checkpoint of each
+    namespace stays (PostgreSQL and Redis have it; unit tests open no connection)."""
+
+    def prune(self, thread_ids: Any, *, strategy: str = "keep_latest") -> None:
+        for thread_id in thread_ids:
+            for by_id in self.storage.get(thread_id, {}).values():
+                for checkpoint_id in sorted(by_id)[:-1]:
+                    del by_id[checkpoint_id]
+
+
 def run_a_retention_apply(tracer_provider: TracerProvider, meter_provider: MeterProvider) -> None:
-    """A retention apply (one thread applied, one skipped) and a restore, on the same providers
-    (the prune span's bytes need a PostgreSQL or Redis saver: tests/integration)."""
+    """A prune through the wrapper, a retention apply (one thread applied, one skipped) and a
+    restore, on the same providers (the prune span's bytes need a PostgreSQL or Redis saver:
+    tests/integration)."""
     from langgraph.checkpoint.otel.retention.telemetry import RetentionTelemetry
+
+    pruned = instrument(
+        PruningMemorySaver(), tracer_provider=tracer_provider, meter_provider=meter_provider
+    )
+    graph = graphs.linear().compile(checkpointer=pruned)
+    graph.invoke(graphs.user_input(), {"configurable": {"thread_id": "pruned"}})
+    pruned.prune(["pruned"])  # type: ignore[attr-defined]
+    assert len(list(pruned.list({"configurable": {"thread_id": "pruned"}}))) == 1
 
     retention = RetentionTelemetry(tracer_provider, meter_provider)
     with retention.apply(

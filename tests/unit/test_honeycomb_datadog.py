@@ -89,6 +89,8 @@ METRIC_ATTRIBUTES = {
     names.METRIC_MESSAGE_TOKENS: {names.SAVER},
     names.METRIC_WINDOW_SHARE: {names.SAVER},
     names.METRIC_RUN_DURATION: {names.GEN_AI_OPERATION_NAME, names.AGENT_NAME, names.ERROR_TYPE},
+    names.METRIC_RETENTION_CHECKPOINTS_REMOVED: {names.RETENTION_BY, names.SAVER},
+    names.METRIC_RETENTION_BYTES_RECLAIMED: {names.RETENTION_BY, names.SAVER},
 }
 HISTOGRAM_METRICS = {
     names.METRIC_RUN_DURATION,
@@ -557,6 +559,7 @@ def test_honeycomb_triggers_cover_the_conditions() -> None:
         "concurrent_writes",
         "thread_growth",
         "context_window",
+        "retention_failed",
     }
     for key, trig in found.items():
         assert validate_trigger(trig, key) == []
@@ -1029,3 +1032,45 @@ def test_context_cliff_query_trigger_and_monitor() -> None:
     monitors = {m["query"] for m in load(DD / "monitors.json")}
     share = f"max:{names.METRIC_WINDOW_SHARE}{{*}} by {{{names.SAVER}}}"
     assert f"max(last_15m):{share} > 0.9" in monitors
+
+
+def test_retention_query_trigger_widgets_and_monitor() -> None:
+    query = queries()["retention"]
+    reclaimed = {"op": "SUM", "column": names.RETENTION_BYTES_RECLAIMED}
+    assert query["calculations"] == [
+        reclaimed,
+        {"op": "SUM", "column": names.RETENTION_CHECKPOINTS_REMOVED},
+    ]
+    # the apply span's totals and the prune span's bytes; never the thread spans (counted twice)
+    spans = [names.SPAN_RETENTION_APPLY, names.SPAN_PRUNE]
+    assert query["filters"] == [{"column": "name", "op": "in", "value": spans}]
+    assert query["breakdowns"] == ["name", names.SAVER]
+
+    failed = triggers()["retention_failed"]
+    assert failed["query"]["filters"] == [
+        name_filter(names.SPAN_RETENTION_THREAD),
+        {"column": names.RETENTION_OUTCOME, "op": "=", "value": "failed"},
+    ]
+    assert failed["threshold"] == {"op": ">", "value": 0}
+    assert failed["query"]["time_range"] == 86400
+
+    dash = load(DD / "dashboard.json")
+    retention = [
+        q["query"]
+        for w in dash["widgets"]
+        for r in w["definition"].get("requests", [])
+        for q in r.get("queries", [])
+        if "retention" in q.get("query", "")
+    ]
+    for metric in (
+        names.METRIC_RETENTION_BYTES_RECLAIMED,
+        names.METRIC_RETENTION_CHECKPOINTS_REMOVED,
+    ):
+        by = f"{{{names.RETENTION_BY},{names.SAVER}}}"
+        # any service: the command line reports from its own
+        assert f"sum:{metric}{{$env,$saver}} by {by}.as_count()" in retention
+    monitors = {m["query"]: m for m in load(DD / "monitors.json")}
+    stalled = monitors[
+        f"sum(last_1d):sum:{names.METRIC_RETENTION_BYTES_RECLAIMED}{{*}}.as_count() < 1"
+    ]
+    assert stalled["options"]["notify_no_data"] is True  # no retention at all is no data
