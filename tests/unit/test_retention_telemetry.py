@@ -101,6 +101,24 @@ def test_a_failing_thread_is_marked_failed_without_its_message(otel: OTel) -> No
     assert failed.status.description is None and not failed.events  # no message, no stack
 
 
+def test_a_thread_reported_failed_goes_on_with_its_error_type(otel: OTel) -> None:
+    with (
+        telemetry(otel).apply(
+            policy=POLICY, threads=1, saver="SqliteSaver", archive=None
+        ) as report,
+        report.thread("t-1") as thread,
+    ):
+        thread.failed("OperationalError")
+    (span,) = by_name(otel, names.SPAN_RETENTION_THREAD)
+    assert dict(span.attributes or {}) == {
+        names.THREAD_ID: "t-1",
+        names.RETENTION_OUTCOME: "failed",
+        names.ERROR_TYPE: "OperationalError",
+    }
+    assert span.status.status_code is StatusCode.ERROR
+    assert by_name(otel, names.SPAN_RETENTION_APPLY)[0].status.status_code is StatusCode.UNSET
+
+
 def test_the_counters_count_applied_threads_by_apply_and_saver(otel: OTel) -> None:
     run_apply(otel)
     attributes = {names.RETENTION_BY: "apply", names.SAVER: "SqliteSaver"}

@@ -183,8 +183,8 @@ class ApplyReport:
         """Trace one thread of the apply as the `with` block (a child span of the apply's).
 
         Yields:
-            The thread's report: call `applied`, `skipped` or `restored` once. An exception of
-            the block marks the thread `failed` (`error.type`) and propagates.
+            The thread's report: call `applied`, `skipped`, `failed` or `restored` once. An
+            exception of the block marks the thread `failed` (`error.type`) and propagates.
         """
         span = self._telemetry._start(
             names.SPAN_RETENTION_THREAD, {names.THREAD_ID: bounded_text(thread_id)}, self._span
@@ -199,7 +199,7 @@ class ApplyReport:
             _end(span, report.attributes, exc)
             raise
         else:
-            _end(span, report.attributes, None)
+            _end(span, report.attributes, None, report.error_type)
 
     def total_attributes(self) -> dict[str, AttributeValue]:
         """The apply span's totals so far."""
@@ -235,6 +235,8 @@ class ThreadReport:
         self._span = span
         self.attributes: dict[str, AttributeValue] = {}
         """What the thread span gets as it ends."""
+        self.error_type: str | None = None
+        """Set by `failed`: the span ends with status ERROR and this `error.type`."""
 
     def applied(
         self,
@@ -266,6 +268,15 @@ class ThreadReport:
         with totals.lock:
             totals.skipped += 1
 
+    def failed(self, error_type: str) -> None:
+        """The thread failed and the caller goes on (no exception through `thread`): outcome
+        `failed`, status ERROR, `error.type` the failure's class name (never its message)."""
+        self.attributes[names.RETENTION_OUTCOME] = OUTCOME_FAILED
+        self.error_type = bounded_text(error_type)
+        totals = self._apply.totals
+        with totals.lock:
+            totals.failed += 1
+
     def restored(self, *, checkpoints: int, writes: int) -> None:
         """The thread's archived checkpoints and writes were put back: outcome `restored`."""
         self.attributes.update(
@@ -282,13 +293,19 @@ class ThreadReport:
 
 
 def _end(
-    span: Span | None, attributes: Mapping[str, AttributeValue], error: BaseException | None
+    span: Span | None,
+    attributes: Mapping[str, AttributeValue],
+    error: BaseException | None,
+    error_type: str | None = None,
 ) -> None:
-    """Set `attributes` (and on `error` the ERROR status and `error.type`) and end the span."""
+    """Set `attributes` (and on `error`, or with `error_type`, the ERROR status and
+    `error.type`) and end the span."""
     if span is None:
         return
     if error is not None:
-        attributes = {**attributes, names.ERROR_TYPE: type(error).__qualname__}
+        error_type = type(error).__qualname__
+    if error_type is not None:
+        attributes = {**attributes, names.ERROR_TYPE: error_type}
         _guard("set status", span.set_status, Status(StatusCode.ERROR))
     if attributes:
         _guard("set attributes", span.set_attributes, attributes)
