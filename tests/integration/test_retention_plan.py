@@ -93,7 +93,22 @@ def interrupt_graph(saver: Any) -> Any:
     return builder.compile(checkpointer=saver)
 
 
-SHAPES = ("loop", "subgraph", "interrupt", "fork", "delta")
+def subgraph_interrupt_graph(saver: Any) -> Any:
+    def ask(state: dict[str, Any]) -> dict[str, Any]:
+        return {"log": [interrupt({"question": state["n"]})]}
+
+    inner = StateGraph(State)
+    inner.add_node("step", _step)
+    inner.add_node("ask", ask)
+    inner.add_edge(START, "step")
+    inner.add_edge("step", "ask")
+    outer = StateGraph(State)
+    outer.add_node("inner", inner.compile())
+    outer.add_edge(START, "inner")
+    return outer.compile(checkpointer=saver)
+
+
+SHAPES = ("loop", "subgraph", "interrupt", "fork", "delta", "sub_interrupt")
 
 
 def write_thread(saver: Any, shape: str, thread_id: str, runs: int) -> None:
@@ -123,6 +138,12 @@ def write_thread(saver: Any, shape: str, thread_id: str, runs: int) -> None:
         graph = loop_graph(saver, DeltaState)
         for _ in range(runs):
             graph.invoke({"n": 1, "log": ["x"]}, config)
+    elif shape == "sub_interrupt":
+        graph = subgraph_interrupt_graph(saver)
+        for i in range(runs):
+            graph.invoke({"n": i, "log": []}, config)
+            if i < runs - 1:
+                graph.invoke(Command(resume=f"answer {i}"), config)
     else:  # pragma: no cover
         raise ValueError(shape)
 
@@ -319,6 +340,7 @@ def test_removing_what_a_plan_removes_keeps_every_latest_state(
         "subgraph": subgraph_graph(sqlite_saver),
         "interrupt": interrupt_graph(sqlite_saver),
         "delta": loop_graph(sqlite_saver, DeltaState),
+        "sub_interrupt": subgraph_interrupt_graph(sqlite_saver),
     }
 
     def states() -> dict[str, Any]:
@@ -339,6 +361,12 @@ def test_removing_what_a_plan_removes_keeps_every_latest_state(
                 cur.execute(f"DELETE FROM checkpoints WHERE {where}", key)
                 cur.execute(f"DELETE FROM writes WHERE {where}", key)
     assert states() == before
+    waiting = [(t, shape) for t, shape in written if shape in ("interrupt", "sub_interrupt")]
+    assert waiting
+    for thread_id, shape in waiting:  # the pending interrupts still resume
+        config = {"configurable": {"thread_id": thread_id}}
+        done = graphs[shape].invoke(Command(resume="late answer"), config)
+        assert done["log"][-1] == "late answer"
 
 
 def test_postgres_blobs_only_removed_checkpoints_use_are_freed(postgres_saver: Any) -> None:
@@ -488,6 +516,7 @@ def _latest_states(path: Path, written: list[tuple[str, str]]) -> dict[str, Any]
         "subgraph": subgraph_graph(saver),
         "interrupt": interrupt_graph(saver),
         "delta": loop_graph(saver, DeltaState),
+        "sub_interrupt": subgraph_interrupt_graph(saver),
     }
     out = {}
     for thread_id, shape in written:
@@ -528,3 +557,16 @@ def test_cli_apply_then_restore(tmp_path: Path, capsys: pytest.CaptureFixture[st
     code, restored = run_cli(["restore", str(archive), source, "--json"], capsys)
     assert code == 0 and restored["checkpoints"] == planned["remove_checkpoints"]
     assert _latest_states(path, written) == before
+
+
+def test_any_other_saver_is_planned_through_list(sqlite_saver: Any) -> None:
+    """InMemorySaver (no query of its own: `list()` per thread, sizes from the serde) plans
+    the same threads as SQLite does."""
+    from langgraph.checkpoint.memory import InMemorySaver
+
+    memory = InMemorySaver()
+    for saver in (memory, sqlite_saver):
+        write_seeded(saver, 7, 8)
+    for policy in POLICIES.values():
+        assert plans_by_place(memory, policy) == plans_by_place(sqlite_saver, policy)
+    assert all(p.bytes > 0 for p in _plans(memory, POLICIES["older"]).values())
