@@ -195,19 +195,18 @@ class HistoryMemo:
     checkpoint_id: str
     channel: str
     chunks: list[tuple[Any, ...]]
-    tokens: list[int]
+    """The messages, in order, as the chunks they were added in (shared with the next memo:
+    a put that appends costs its new messages, not a copy of the history)."""
+    token_chunks: list[tuple[int, ...]]
+    """Each message's tokens, chunked as `chunks`."""
+    messages: int
     total: int
-
-    @property
-    def messages(self) -> int:
-        """Messages in the history."""
-        return len(self.tokens)
 
     @property
     def bytes(self) -> int:
         """An estimate of the bytes the memo keeps alive: its messages' text (tokens times 4)
         and a fixed overhead per message."""
-        return self.total * BYTES_PER_TOKEN + MESSAGE_OVERHEAD_BYTES * len(self.tokens)
+        return self.total * BYTES_PER_TOKEN + MESSAGE_OVERHEAD_BYTES * self.messages
 
 
 @dataclass(frozen=True, slots=True)
@@ -247,18 +246,24 @@ def count_history(
         memo = None
     if memo is not None and starts_with_same_objects(messages, memo.chunks, memo.messages):
         fresh = tuple(messages[memo.messages :])
-        added = [counter([m]) for m in fresh]
-        chunks = [*memo.chunks, fresh] if fresh else list(memo.chunks)
+        added = tuple(counter([m]) for m in fresh)
+        chunks, token_chunks = memo.chunks, memo.token_chunks
+        if fresh:
+            chunks, token_chunks = [*chunks, fresh], [*token_chunks, added]
         if len(chunks) > _MAX_CHUNKS:
             chunks = [tuple(messages)]
-        tokens = memo.tokens + added
-        return HistoryMemo(checkpoint_id, channel, chunks, tokens, memo.total + sum(added)), None
+            token_chunks = [tuple(t for chunk in token_chunks for t in chunk)]
+        total = memo.total + sum(added)
+        return HistoryMemo(checkpoint_id, channel, chunks, token_chunks, len(messages), total), None
     known: dict[int, int] = {}
     if memo is not None:
-        for message, count in zip(_objects(memo), memo.tokens, strict=False):
-            known[id(message)] = count
-    tokens = [known[id(m)] if id(m) in known else counter([m]) for m in messages]
-    new = HistoryMemo(checkpoint_id, channel, [tuple(messages)], tokens, sum(tokens))
+        for chunk, counts in zip(memo.chunks, memo.token_chunks, strict=True):
+            for message, count in zip(chunk, counts, strict=True):
+                known[id(message)] = count
+    tokens = tuple(known[id(m)] if id(m) in known else counter([m]) for m in messages)
+    new = HistoryMemo(
+        checkpoint_id, channel, [tuple(messages)], [tokens], len(messages), sum(tokens)
+    )
     if memo is None or parent_id is None or memo.checkpoint_id != parent_id:
         return new, None
     if new.messages >= memo.messages and new.total >= memo.total:
