@@ -5,7 +5,8 @@
                                                   # under .bench/, take ~2 min the first time;
                                                   # +6.5 min for the matrix, section 9,
                                                   # +1 min for the breakdown, section 10,
-                                                  # +5 min for the service, section 12)
+                                                  # +5 min for the service, section 12,
+                                                  # +1.5 min for retention, section 13)
     .venv/bin/python benchmarks/run.py --quick    # ~2.5 min (1 min 45 s of it the matrix)
 
 Prints a table and a PASS/FAIL summary per target, writes .bench/results.json, and always
@@ -38,6 +39,7 @@ import memory
 import own_work
 import peers
 import restart
+import retention as retention_bench
 import service
 from langchain_core.messages import HumanMessage
 
@@ -327,6 +329,7 @@ def main() -> int:
             "matrix",
             "breakdown",
             "service",
+            "retention",
         ),
         help="run only one of the benchmarks",
     )
@@ -362,6 +365,7 @@ def main() -> int:
         "matrix": None,
         "breakdown": None,
         "service": None,
+        "retention": None,
     }
 
     with tempfile.TemporaryDirectory(prefix="lgotel-bench-") as tmp:
@@ -407,6 +411,9 @@ def main() -> int:
         if args.only in (None, "service"):
             log("[service] the support desk under load: bare, ours, official GenAI")
             results["service"] = service.bench_service(plan.label)
+        if args.only in (None, "retention"):
+            log("[retention] read-only plans: 10,000 and 100,000 threads (SQLite), 10,000 (PG)")
+            results["retention"] = retention_bench.bench_retention(plan.label)
     results["elapsed_s"] = time.perf_counter() - started
 
     targets = evaluate(results)
@@ -572,6 +579,9 @@ def _module_targets(results: dict[str, Any]) -> list[dict[str, Any]]:
     if results["inspector_scale"]:
         for name, value, limit in inspector_scale.targets(results["inspector_scale"]):
             targets.append(_target(name, value, limit))
+    if results["retention"]:
+        for name, value, limit in retention_bench.targets(results["retention"]):
+            targets.append(_target(name, value, limit))
     if results["matrix"]:
         for t in matrix.targets(results["matrix"]):
             targets.append(_target(t["name"], t["value"], t["limit"]))
@@ -624,6 +634,8 @@ def print_report(results: dict[str, Any], targets: list[dict[str, Any]]) -> None
         print("\n10. " + "\n".join(breakdown.report_lines(results["breakdown"])))
     if results["service"]:
         print("\n12. " + "\n".join(service.report_lines(results["service"])))
+    if results["retention"]:
+        print("\n13. " + "\n".join(retention_bench.report_lines(results["retention"])))
     if results["reads"]:
         print(
             f"\n3. reads of a {READ_CHECKPOINTS}-checkpoint thread (median ms; ratio to bare): "
