@@ -251,16 +251,15 @@ def plan_thread(
         for r in rows
         if r.pending_interrupt and (r.ref.checkpoint_ns, r.ref.checkpoint_id) not in has_child
     }
-    times = {r.ref: id_time(r.ref.checkpoint_id) for r in rows}
-    newest = max(r.ref.checkpoint_id for r in rows)
-    newest_time = id_time(newest)
+    time_rules = policy.older_than is not None or policy.idle_longer_than is not None
+    times = {r.ref: id_time(r.ref.checkpoint_id) for r in rows} if time_rules else {}
+    newest_time = id_time(max(latest.values())) if policy.idle_longer_than else None
     idle = (
         policy.idle_longer_than is not None
         and newest_time is not None
         and newest_time < now - policy.idle_longer_than
     )
     old_cut = None if policy.older_than is None else now - policy.older_than
-    time_rules = policy.older_than is not None or policy.idle_longer_than is not None
 
     def by_rule(ns_rows: Sequence[StoredCheckpoint]) -> set[CheckpointRef]:
         """The namespace's checkpoints keep_last and older_than select."""
@@ -308,7 +307,7 @@ def plan_thread(
                 grown[ref] = KeepReason.LATEST
             elif ref in pending:
                 grown[ref] = KeepReason.PENDING_INTERRUPT
-            elif row.unproven is not None or (time_rules and times[ref] is None):
+            elif row.unproven is not None or (time_rules and times.get(ref) is None):
                 grown[ref] = KeepReason.UNPROVEN
         # closure: what every kept checkpoint needs (kept = not selected, or kept against it)
         stack = [r for r in rows if r.ref not in selected or r.ref in grown]

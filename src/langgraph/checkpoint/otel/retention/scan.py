@@ -310,26 +310,49 @@ class _SqliteScan(_SqlScan):
             return list(cur.execute(sql, list(params)))
 
     def read(self, ids: list[str]) -> dict[str, list[StoredCheckpoint]]:
+        # only the metadata keys planning reads, extracted by SQLite (no JSON parsed here
+        # but a subgraph call's `parents` and a delta thread's counters)
         meta = "CAST(metadata AS TEXT)"
+        delta_key = f"json_type({meta}, '$.{DELTA_COUNTERS_KEY}') IS NOT NULL"
         sql = (
             "SELECT thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, "
-            f"{meta}, {SQLITE_CHECKPOINT_BYTES}, "
-            f"CASE WHEN json_valid({meta}) AND json_type({meta}, '$.{DELTA_COUNTERS_KEY}') "
-            "IS NOT NULL THEN type END, "
-            f"CASE WHEN json_valid({meta}) AND json_type({meta}, '$.{DELTA_COUNTERS_KEY}') "
-            "IS NOT NULL THEN checkpoint END "
+            f"json_valid({meta}), {SQLITE_CHECKPOINT_BYTES}, "
+            f"CASE WHEN json_valid({meta}) THEN json_extract({meta}, '$.source') END, "
+            f"CASE WHEN json_valid({meta}) AND checkpoint_ns <> '' "
+            f"THEN json_extract({meta}, '$.parents') END, "
+            f"CASE WHEN json_valid({meta}) AND {delta_key} "
+            f"THEN json_extract({meta}, '$.{DELTA_COUNTERS_KEY}') END, "
+            f"CASE WHEN json_valid({meta}) AND {delta_key} THEN type END, "
+            f"CASE WHEN json_valid({meta}) AND {delta_key} THEN checkpoint END "
             f"FROM checkpoints WHERE {self.among}"
         )
         writes = self.writes(ids, "writes", SQLITE_WRITE_BYTES)
         wanted = set(ids)
         threads: dict[str, list[StoredCheckpoint]] = defaultdict(list)
-        for thread_id, ns, cid, parent, raw, size, kind, blob in self.fetch(
-            sql, self.among_params(ids)
-        ):
+        for (
+            thread_id,
+            ns,
+            cid,
+            parent,
+            valid,
+            size,
+            source,
+            parents,
+            counters,
+            kind,
+            blob,
+        ) in self.fetch(sql, self.among_params(ids)):
             if thread_id not in wanted:
                 continue
+            metadata: dict[str, Any] | None = None
+            why = None if valid else "its metadata is not readable JSON"
+            if valid:
+                metadata = {"source": source}
+                if parents is not None:
+                    metadata["parents"] = json.loads(parents)
+                if counters is not None:
+                    metadata[DELTA_COUNTERS_KEY] = json.loads(counters)
             ref = CheckpointRef(str(thread_id), str(ns), str(cid))
-            metadata, why = _metadata(raw)
             delta: frozenset[str] = frozenset()
             if metadata is not None and blob is not None:
                 keys = _msgpack_keys(kind, blob)
