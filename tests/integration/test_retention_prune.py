@@ -132,6 +132,32 @@ def test_a_redis_prune_reports_the_bytes_the_server_lost(otel: OTel, redis_url: 
     }
 
 
+@pytest.mark.asyncio
+async def test_an_async_redis_prune_reports_the_bytes_too(otel: OTel, redis_url: str) -> None:
+    from langgraph.checkpoint.redis.aio import AsyncRedisSaver
+
+    async with AsyncRedisSaver.from_conn_string(redis_url) as inner:
+        await inner.asetup()
+        saver = instrument(
+            inner, tracer_provider=otel.tracer_provider, meter_provider=otel.meter_provider
+        )
+        graph = graphs.async_linear().compile(checkpointer=saver)
+        await graph.ainvoke(graphs.user_input(), config("a"))
+        import redis
+
+        client = redis.Redis.from_url(redis_url)
+        try:
+            before = redis_stored(client)
+            await saver.aprune(["a"], strategy="keep_latest")  # type: ignore[attr-defined]
+            lost = before - redis_stored(client)
+        finally:
+            client.close()
+    attributes = prune_span(otel)
+    assert lost > 0 and attributes[names.RETENTION_BYTES_RECLAIMED] == lost
+    by = {names.RETENTION_BY: "prune", names.SAVER: "AsyncRedisSaver"}
+    assert retention_counters(otel)[names.METRIC_RETENTION_BYTES_RECLAIMED] == [(by, lost)]
+
+
 def test_metrics_alone_get_the_figures(otel: OTel, postgres_db: str) -> None:
     """No tracer provider recording: the counters are still counted (the prune is measured)."""
     with PostgresSaver.from_conn_string(postgres_db) as inner:

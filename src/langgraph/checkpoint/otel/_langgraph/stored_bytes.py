@@ -12,15 +12,16 @@ The measure is the stored size of the values the saver wrote, per store:
   documents and each checkpoint's write-key registry set (`write_keys_zset:...`).
 
 Row and index overhead and the space a database frees only on `VACUUM` are not counted.
-`AsyncPostgresSaver` is measured as `PostgresSaver`, by `athread_bytes`. Other savers (in
-memory, MongoDB, the other async savers) have no measure here: None. The stock schemas and key
+`AsyncPostgresSaver` and `AsyncRedisSaver` are measured as their sync twins, by
+`athread_bytes`. Other savers (in memory, MongoDB, shallow savers, `AsyncSqliteSaver`) have no
+measure here: None. The stock schemas and key
 layouts are LangGraph's own formats, hence this module's place in `_langgraph`.
 """
 
 from __future__ import annotations
 
 import importlib
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 from langgraph.checkpoint.otel._langgraph.savers import delegates
@@ -30,6 +31,7 @@ STORED_KINDS: dict[tuple[str, str], str] = {
     ("langgraph.checkpoint.postgres", "PostgresSaver"): "postgres",
     ("langgraph.checkpoint.redis", "RedisSaver"): "redis",
     ("langgraph.checkpoint.postgres.aio", "AsyncPostgresSaver"): "async_postgres",
+    ("langgraph.checkpoint.redis.aio", "AsyncRedisSaver"): "async_redis",
 }
 """Savers with a byte measure, by the class they are or derive from (no saver package is
 imported to tell)."""
@@ -96,14 +98,18 @@ def thread_bytes(saver: object, thread_ids: Iterable[str]) -> int | None:
 
 
 async def athread_bytes(saver: object, thread_ids: Iterable[str]) -> int | None:
-    """`thread_bytes` for an async saver (`AsyncPostgresSaver`), None for any other."""
+    """`thread_bytes` for an async saver (`AsyncPostgresSaver`, `AsyncRedisSaver`), None for
+    any other."""
     found = measured_saver(saver)
-    if found is None or found[0] != "async_postgres":
+    if found is None or found[0] not in ("async_postgres", "async_redis"):
         return None
+    kind, store = found
     ids = list(dict.fromkeys(str(thread_id) for thread_id in thread_ids))
     if not ids:
         return 0
-    async with found[1]._cursor() as cur:
+    if kind == "async_redis":
+        return await _aredis_bytes(store, ids)
+    async with store._cursor() as cur:
         await cur.execute(POSTGRES_THREAD_BYTES, (ids, ids, ids))
         row = await cur.fetchone()
     return _total(row)
@@ -147,24 +153,53 @@ def _total(row: Any) -> int:
     return int(value or 0)
 
 
-def _redis_bytes(saver: Any, ids: Sequence[str]) -> int:
+def _redis_searches(saver: Any, ids: Sequence[str]) -> Iterator[tuple[Any, Any]]:
+    """(index, query) pairs finding the threads' checkpoint and write documents."""
     # optional packages, typed or not depending on their versions: imported by name
     filters: Any = importlib.import_module("redisvl.query.filter")
     query_module: Any = importlib.import_module("redisvl.query")
     util: Any = importlib.import_module("langgraph.checkpoint.redis.util")
-    prefix = str(getattr(saver, "_checkpoint_prefix", "checkpoint")) + ":"
-    keys: list[str] = []
     for thread_id in ids:
         tag = filters.Tag("thread_id") == str(util.to_storage_safe_id(thread_id))
         for index in (saver.checkpoints_index, saver.checkpoint_writes_index):
-            search = query_module.FilterQuery(filter_expression=tag, return_fields=["thread_id"])
-            for page in index.paginate(search, page_size=REDIS_PAGE):
-                for doc in page:
-                    key = str(doc["id"])
-                    keys.append(key)
-                    if index is saver.checkpoints_index and key.startswith(prefix):
-                        keys.append("write_keys_zset:" + key[len(prefix) :])
+            yield (
+                index,
+                query_module.FilterQuery(filter_expression=tag, return_fields=["thread_id"]),
+            )
+
+
+def _redis_keys(saver: Any, index: Any, page: Sequence[Any]) -> list[str]:
+    """A page's document keys, and each checkpoint's write-key registry set."""
+    prefix = str(getattr(saver, "_checkpoint_prefix", "checkpoint")) + ":"
+    keys: list[str] = []
+    for doc in page:
+        key = str(doc["id"])
+        keys.append(key)
+        if index is saver.checkpoints_index and key.startswith(prefix):
+            keys.append("write_keys_zset:" + key[len(prefix) :])
+    return keys
+
+
+def _redis_bytes(saver: Any, ids: Sequence[str]) -> int:
+    keys: list[str] = []
+    for index, search in _redis_searches(saver, ids):
+        for page in index.paginate(search, page_size=REDIS_PAGE):
+            keys += _redis_keys(saver, index, page)
     return sum(redis_key_bytes(saver._redis, keys))
+
+
+async def _aredis_bytes(saver: Any, ids: Sequence[str]) -> int:
+    keys: list[str] = []
+    for index, search in _redis_searches(saver, ids):
+        async for page in index.paginate(search, page_size=REDIS_PAGE):
+            keys += _redis_keys(saver, index, page)
+    total = 0
+    for start in range(0, len(keys), REDIS_PAGE):
+        pipe = saver._redis.pipeline(transaction=False)
+        for key in keys[start : start + REDIS_PAGE]:
+            pipe.memory_usage(key, samples=0)
+        total += sum(int(size or 0) for size in await pipe.execute())
+    return total
 
 
 def redis_key_bytes(client: Any, keys: Sequence[str]) -> list[int]:
