@@ -570,3 +570,23 @@ def test_any_other_saver_is_planned_through_list(sqlite_saver: Any) -> None:
     for policy in POLICIES.values():
         assert plans_by_place(memory, policy) == plans_by_place(sqlite_saver, policy)
     assert all(p.bytes > 0 for p in _plans(memory, POLICIES["older"]).values())
+
+
+@pytest.mark.parametrize("store", ["postgres_db", "redis_url"])
+def test_cli_reads_postgres_and_redis(
+    store: str, request: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`retention postgresql://...` and `redis://...`: the same figures as the plans."""
+    saver = request.getfixturevalue(store.replace("_db", "_saver").replace("_url", "_saver"))
+    write_seeded(saver, 8, 6)
+    url = request.getfixturevalue(store)
+    code, view = run_cli(["retention", url, "--keep-last", "2", "--json"], capsys)
+    plans = list(plan_threads(saver, POLICIES["keep_last_2"], ALL, FAR))
+    assert code == 1 and view["threads"] == 6
+    assert view["remove_checkpoints"] == sum(len(p.remove) for p in plans)
+    assert view["reclaim_bytes"] == sum(p.reclaim_bytes for p in plans)
+    kept: dict[str, int] = {}
+    for plan in plans:
+        for reason in plan.kept.values():
+            kept[reason.value] = kept.get(reason.value, 0) + 1
+    assert view["kept"] == kept and kept  # the delta and fork threads keep some
