@@ -590,3 +590,28 @@ def test_cli_reads_postgres_and_redis(
         for reason in plan.kept.values():
             kept[reason.value] = kept.get(reason.value, 0) + 1
     assert view["kept"] == kept and kept  # the delta and fork threads keep some
+
+
+def test_a_deep_agent_plans_alike_on_every_store(request: Any) -> None:
+    """deepagents' `create_deep_agent` (messages as a `DeltaChannel`, a sub-agent through
+    `task`, scripted models), three runs on one thread: every store keeps the checkpoints the
+    messages are rebuilt from, and the plans agree by place."""
+    from langchain_core.messages import HumanMessage
+
+    from packaged_agents import deep_agent
+
+    found = {}
+    for store in STORES:
+        saver = request.getfixturevalue(store)
+        for run in range(3):
+            message = HumanMessage(f"Refund order A1 ({run})", id=f"h{run}")
+            deep_agent(saver).invoke(
+                {"messages": [message]}, {"configurable": {"thread_id": "deep"}}
+            )
+        rows = next(scan_threads(saver, ALL))
+        assert any("messages" in r.delta_channels for r in rows), store
+        (plan,) = list(plan_threads(saver, RetentionPolicy(keep_last=2), ALL, FAR))
+        assert KeepReason.DELTA_BASE in plan.kept.values(), store
+        found[store] = canonical(plan, rows)
+    assert found["postgres_saver"] == found["sqlite_saver"]
+    assert found["redis_saver"] == found["sqlite_saver"]
