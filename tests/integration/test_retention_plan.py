@@ -615,3 +615,13 @@ def test_a_deep_agent_plans_alike_on_every_store(request: Any) -> None:
         found[store] = canonical(plan, rows)
     assert found["postgres_saver"] == found["sqlite_saver"]
     assert found["redis_saver"] == found["sqlite_saver"]
+
+
+@pytest.mark.parametrize("store", STORES)
+def test_limit_and_prefix_select_the_same_threads_everywhere(store: str, request: Any) -> None:
+    saver = request.getfixturevalue(store)
+    written = sorted(t for t, _ in write_seeded(saver, 9, 7))
+    first = [r[0].ref.thread_id for r in scan_threads(saver, ThreadQuery(limit=3))]
+    assert first == written[:3]
+    one = [r[0].ref.thread_id for r in scan_threads(saver, ThreadQuery(None, prefix=written[4]))]
+    assert one == [written[4]]

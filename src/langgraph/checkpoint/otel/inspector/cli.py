@@ -515,7 +515,7 @@ def retention_command(
         str, typer.Option("--thread-prefix", help="Only thread ids starting with this.")
     ] = "",
     limit: Annotated[
-        int, typer.Option("--limit", "-n", min=0, help="Scan at most this many threads; 0: all.")
+        int, typer.Option("--limit", "-n", min=0, help="Scan the first N threads by id; 0: all.")
     ] = 0,
     top: Annotated[
         int, typer.Option("--top", min=0, help="Threads, channels and namespaces listed.")

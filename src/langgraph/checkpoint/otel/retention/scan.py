@@ -454,9 +454,15 @@ FROM checkpoint_blobs WHERE thread_id = ANY(%s)
 # --- Redis ----------------------------------------------------------------------------------
 
 
+def _thread_ids(saver: Any, query: ThreadQuery) -> list[str]:
+    """The selected thread ids in id order (the first `query.limit`), as the SQL stores page
+    them: the saver's own listing (`thread_list`), which holds one id per thread."""
+    latest, _ = _saver_latest(saver, ThreadQuery(None, 0, query.since, query.prefix), 0, None)
+    return sorted(thread_id for _, thread_id in latest)[: query.limit]
+
+
 def _redis_threads(saver: Any, query: ThreadQuery) -> Iterator[list[StoredCheckpoint]]:
-    latest, _ = _saver_latest(saver, query, 0, query.limit)
-    for _, thread_id in latest:
+    for thread_id in _thread_ids(saver, query):
         yield _redis_thread(saver, thread_id)
 
 
@@ -563,8 +569,7 @@ def _text(value: Any) -> str:
 def _listed_threads(
     saver: BaseCheckpointSaver[Any], query: ThreadQuery
 ) -> Iterator[list[StoredCheckpoint]]:
-    latest, _ = _saver_latest(saver, query, 0, query.limit)
-    for _, thread_id in latest:
+    for thread_id in _thread_ids(saver, query):
         yield _listed_thread(saver, thread_id)
 
 
