@@ -289,10 +289,13 @@ def test_schema_describes_every_json_output(capsys: pytest.CaptureFixture[str]) 
         "report",
         "compat",
         "replay",
+        "retention",
+        "restore",
     }
     assert "checkpoints" in schemas["timeline"]["properties"]
     assert "at_risk" in schemas["compat"]["properties"]
     assert "threads" in schemas["replay"]["properties"]
+    assert "reclaim_bytes" in schemas["retention"]["properties"]
 
 
 def test_console_script_and_module_run(sqlite_written: Written) -> None:
