@@ -102,8 +102,13 @@ class Sources:
         self.close()
 
 
-def open_sources(arguments: Sequence[str]) -> Sources:
-    """Open the sources named by `arguments` (at most one saver, any number of span files)."""
+def open_sources(arguments: Sequence[str], writable: bool = False) -> Sources:
+    """Open the sources named by `arguments` (at most one saver, any number of span files).
+
+    `writable` (for `retention --apply` and `restore`) opens a SQLite file read-write and
+    PostgreSQL without the read-only session; a Redis or factory saver is opened as it is.
+    Tables and indexes are never created or migrated either way.
+    """
     if not arguments:
         raise SourceError("no source given: pass -s sqlite:///path.db and/or -s spans.jsonl")
     sources = Sources()
@@ -115,7 +120,7 @@ def open_sources(arguments: Sequence[str]) -> Sources:
                 continue
             if sources.saver is not None:
                 raise SourceError(f"more than one saver given ({sources.saver_url}, {argument})")
-            sources.saver = _open_saver(argument, sources._stack)
+            sources.saver = _open_saver(argument, sources._stack, writable=writable)
             sources.saver_url = _public_url(argument)
     except BaseException:
         sources.close()
@@ -140,16 +145,18 @@ def _span_files(path: Path) -> list[Path]:
     return files
 
 
-def _open_saver(argument: str, stack: contextlib.ExitStack) -> BaseCheckpointSaver[Any]:
+def _open_saver(
+    argument: str, stack: contextlib.ExitStack, *, writable: bool = False
+) -> BaseCheckpointSaver[Any]:
     scheme = argument.split("://", 1)[0].lower() if "://" in argument else ""
     if scheme == "sqlite":
-        return _sqlite(argument[len("sqlite://") :].removeprefix("/") or "", stack)
+        return _sqlite(argument[len("sqlite://") :].removeprefix("/") or "", stack, writable)
     if scheme in ("postgres", "postgresql"):
-        return _postgres(argument, stack)
+        return _postgres(argument, stack, writable)
     if scheme in ("redis", "rediss"):
         return _redis(argument, stack)
     if not scheme and Path(argument).is_file():  # a SQLite file given as a plain path
-        return _sqlite(argument, stack)
+        return _sqlite(argument, stack, writable)
     if not scheme and ":" in argument:
         return _factory(argument, stack)
     raise SourceError(
@@ -158,7 +165,9 @@ def _open_saver(argument: str, stack: contextlib.ExitStack) -> BaseCheckpointSav
     )
 
 
-def _sqlite(path_text: str, stack: contextlib.ExitStack) -> BaseCheckpointSaver[Any]:
+def _sqlite(
+    path_text: str, stack: contextlib.ExitStack, writable: bool = False
+) -> BaseCheckpointSaver[Any]:
     try:
         from langgraph.checkpoint.sqlite import SqliteSaver
     except ImportError:
@@ -167,7 +176,8 @@ def _sqlite(path_text: str, stack: contextlib.ExitStack) -> BaseCheckpointSaver[
     if not path.is_file():
         raise SourceError(f"{path_text}: no such SQLite file")
     try:
-        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, check_same_thread=False)
+        mode = "rw" if writable else "ro"
+        conn = sqlite3.connect(f"file:{path}?mode={mode}", uri=True, check_same_thread=False)
         stack.callback(conn.close)
         tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
     except sqlite3.Error as exc:
@@ -175,11 +185,16 @@ def _sqlite(path_text: str, stack: contextlib.ExitStack) -> BaseCheckpointSaver[
     if "checkpoints" not in tables:
         raise SourceError(f"{path}: no LangGraph checkpoints table in this database")
     saver = SqliteSaver(conn)
-    saver.is_setup = True  # read only: never create or migrate tables
+    saver.is_setup = True  # never create or migrate tables
+    if writable:  # what setup() would find: a database from before `writes.task_path`
+        columns = {r[1] for r in conn.execute("PRAGMA table_info(writes)")}
+        saver._has_task_path = "task_path" in columns
     return saver
 
 
-def _postgres(url: str, stack: contextlib.ExitStack) -> BaseCheckpointSaver[Any]:
+def _postgres(
+    url: str, stack: contextlib.ExitStack, writable: bool = False
+) -> BaseCheckpointSaver[Any]:
     try:
         import psycopg
         from langgraph.checkpoint.postgres import PostgresSaver
@@ -191,7 +206,8 @@ def _postgres(url: str, stack: contextlib.ExitStack) -> BaseCheckpointSaver[Any]
     except psycopg.Error as exc:
         raise SourceError(f"{_public_url(url)}: cannot connect ({_why(exc)})") from None
     stack.callback(conn.close)
-    conn.execute("SET SESSION CHARACTERISTICS AS TRANSACTION READ ONLY")
+    if not writable:
+        conn.execute("SET SESSION CHARACTERISTICS AS TRANSACTION READ ONLY")
     return PostgresSaver(conn)
 
 
