@@ -348,16 +348,13 @@ def _needs(
 ) -> Iterable[tuple[CheckpointRef, KeepReason]]:
     """The checkpoints of its thread a kept checkpoint needs, each with why."""
     ref = row.ref
-    for channel in row.delta_channels:  # LangGraph walks the parent chain to the value
-        parent_id = row.parent_id
-        while parent_id is not None:
-            parent = by_ref.get(CheckpointRef(ref.thread_id, ref.checkpoint_ns, parent_id))
-            if parent is None:
-                break
-            yield parent.ref, KeepReason.DELTA_BASE
-            if channel not in parent.delta_channels:
-                break  # it holds the channel's value (or the channel was not written yet)
-            parent_id = parent.parent_id
+    if row.delta_channels and row.parent_id is not None:
+        # LangGraph rebuilds a delta channel from the parent chain's writes, up to a checkpoint
+        # holding its value: the parent is needed, and, kept, needs its own parent while the
+        # channel is a delta there too (the closure walks the chain, each checkpoint once)
+        parent = CheckpointRef(ref.thread_id, ref.checkpoint_ns, row.parent_id)
+        if parent in by_ref:
+            yield parent, KeepReason.DELTA_BASE
     if row.source == "fork" and row.parent_id is not None:
         yield CheckpointRef(ref.thread_id, ref.checkpoint_ns, row.parent_id), KeepReason.REFERENCED
     for other in row.references:
