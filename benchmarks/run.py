@@ -6,7 +6,8 @@
                                                   # +6.5 min for the matrix, section 9,
                                                   # +1 min for the breakdown, section 10,
                                                   # +5 min for the service, section 12,
-                                                  # +1.5 min for retention, section 13)
+                                                  # +1.5 min for retention, section 13,
+                                                  # +1 min for the message counts, 14)
     .venv/bin/python benchmarks/run.py --quick    # ~2.5 min (1 min 45 s of it the matrix)
 
 Prints a table and a PASS/FAIL summary per target, writes .bench/results.json, and always
@@ -36,6 +37,7 @@ import breakdown
 import inspector_scale
 import matrix
 import memory
+import message_history as message_bench
 import own_work
 import peers
 import restart
@@ -330,6 +332,7 @@ def main() -> int:
             "breakdown",
             "service",
             "retention",
+            "messages",
         ),
         help="run only one of the benchmarks",
     )
@@ -366,6 +369,7 @@ def main() -> int:
         "breakdown": None,
         "service": None,
         "retention": None,
+        "messages": None,
     }
 
     with tempfile.TemporaryDirectory(prefix="lgotel-bench-") as tmp:
@@ -414,6 +418,9 @@ def main() -> int:
         if args.only in (None, "retention"):
             log("[retention] read-only plans: 10,000 and 100,000 threads (SQLite), 10,000 (PG)")
             results["retention"] = retention_bench.bench_retention(plan.label)
+        if args.only in (None, "messages"):
+            log("[messages] the message history's counts: on / off on a growing thread")
+            results["messages"] = message_bench.bench_message_history(plan.label)
     results["elapsed_s"] = time.perf_counter() - started
 
     targets = evaluate(results)
@@ -582,6 +589,9 @@ def _module_targets(results: dict[str, Any]) -> list[dict[str, Any]]:
     if results["retention"]:
         for name, value, limit in retention_bench.targets(results["retention"]):
             targets.append(_target(name, value, limit))
+    if results["messages"]:
+        for name, value, limit in message_bench.targets(results["messages"]):
+            targets.append(_target(name, value, limit))
     if results["matrix"]:
         for t in matrix.targets(results["matrix"]):
             targets.append(_target(t["name"], t["value"], t["limit"]))
@@ -636,6 +646,8 @@ def print_report(results: dict[str, Any], targets: list[dict[str, Any]]) -> None
         print("\n12. " + "\n".join(service.report_lines(results["service"])))
     if results["retention"]:
         print("\n13. " + "\n".join(retention_bench.report_lines(results["retention"])))
+    if results["messages"]:
+        print("\n14. " + "\n".join(message_bench.report_lines(results["messages"])))
     if results["reads"]:
         print(
             f"\n3. reads of a {READ_CHECKPOINTS}-checkpoint thread (median ms; ratio to bare): "

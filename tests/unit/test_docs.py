@@ -24,6 +24,7 @@ NOT_TELEMETRY = {
     "META_GRAPH",
     "META_POLICY",
     "META_EXECUTION",
+    "META_HISTORY",
     "UNVERSIONED",
     "SCOPE",
 }

@@ -17,8 +17,14 @@ from langgraph.checkpoint.otel.analysis.message_history import (
     count_history,
     history_channel,
     is_message_list,
+    loaded_memo,
     resolve_counter,
     window_share,
+)
+from langgraph.checkpoint.otel.analysis.stored_metadata import (
+    StoredTelemetry,
+    read_stored_telemetry,
+    without_stored_telemetry,
 )
 from langgraph.checkpoint.otel.options import InstrumentOptions
 
@@ -121,9 +127,7 @@ def test_no_shrink_against_a_checkpoint_that_is_not_the_parent() -> None:
     memo2, shrink = _count(history[:3], memo, count_tokens_approximately, "6", "2")
     assert shrink is None and memo2.messages == 3
     # another channel's memo is not reused
-    other = count_history(
-        history, len, memo, checkpoint_id="7", channel="chat", parent_id="5"
-    )  # type: ignore[arg-type]
+    other = count_history(history, len, memo, checkpoint_id="7", channel="chat", parent_id="5")  # type: ignore[arg-type]
     assert other[1] is None and other[0].total == sum(1 for _ in history)
 
 
@@ -164,3 +168,48 @@ def test_the_options() -> None:
             InstrumentOptions.load({}, {"LANGGRAPH_OTEL_CONTEXT_WINDOW": bad})
     with pytest.raises(ValueError, match="unknown token counter 'bpe'"):
         InstrumentOptions.load({"token_counter": "bpe"})
+
+
+def test_a_loaded_history_continues_from_its_stored_count() -> None:
+    counter = Counting()
+    history = _turns(4)
+    stored = ("messages", 12, count_tokens_approximately(history), "approximate")
+    memo = loaded_memo("1", {"messages": history}, stored)
+    assert memo is not None and memo.token_chunks == [None] and memo.counter == "approximate"
+    grown = [*history, AIMessage("more", id="m")]
+    after, shrink = _count(grown, memo, counter, "2", "1")
+    assert counter.messages == 1 and shrink is None
+    assert after.total == count_tokens_approximately(grown)
+    # cut: the kept loaded messages are counted then (their counts were not stored)
+    kept, shrink = _count(grown[-2:], after, counter, "3", "2")
+    assert counter.messages == 1 + 1 and kept.total == count_tokens_approximately(grown[-2:])
+    assert shrink is not None and shrink.removed == 11 and shrink.kind == SHRINK_REMOVED
+    # nothing stored, or a value that is not the one counted (a delta channel between snapshots)
+    assert loaded_memo("1", {"messages": history}, None) is None
+    assert loaded_memo("1", {}, stored) is None
+    assert loaded_memo("1", {"messages": history[:3]}, stored) is None
+
+
+def test_many_appends_keep_few_chunks() -> None:
+    history = _turns(1)
+    memo = loaded_memo("0", {"messages": history}, ("messages", 3, 7, "approximate"))
+    assert memo is not None
+    messages = list(history)
+    for i in range(100):
+        messages = [*messages, AIMessage(f"m{i}", id=f"m{i}")]
+        memo, _ = _count(messages, memo, count_tokens_approximately, str(i + 1), str(i))
+    assert len(memo.chunks) <= 65 and memo.token_chunks[0] is None  # the loaded chunk stays
+    assert memo.messages == 103
+    assert memo.total == 7 + count_tokens_approximately(messages[3:])
+
+
+def test_the_stored_count_round_trips() -> None:
+    stored = StoredTelemetry(nodes=("a",), history=("messages", 3, 42, "approximate"))
+    value = stored.to_metadata()
+    assert value["history"] == ["messages", 3, 42, "approximate"]
+    read = read_stored_telemetry({"otel": value})
+    assert read is not None and read.history == ("messages", 3, 42, "approximate")
+    for bad in (["messages", -1, 4, "x"], ["messages", 3, True, "x"], "x", [1, 2, 3, 4]):
+        read = read_stored_telemetry({"otel": {**value, "history": bad}})
+        assert read is not None and read.history is None
+    assert without_stored_telemetry({"otel": value, "step": 1}) == {"step": 1}

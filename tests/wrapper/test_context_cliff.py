@@ -148,9 +148,7 @@ def test_react_agent_with_trim_messages(otel: OTel, sqlite: SqliteSaver) -> None
             }
         }
         stored = agent.get_state(checkpoint).values["messages"]
-        assert (span.attributes or {})[names.MESSAGES_TOKENS] == count_tokens_approximately(
-            stored
-        )
+        assert (span.attributes or {})[names.MESSAGES_TOKENS] == count_tokens_approximately(stored)
 
     # the hook trimmed the history: shrink events with before and after counts
     shrinks = _shrinks(otel)
@@ -341,3 +339,50 @@ def test_a_faulty_counter_never_reaches_the_app(otel: OTel, sqlite: SqliteSaver)
     puts = _puts(otel)
     assert puts and all(names.STATE_HASH in (s.attributes or {}) for s in puts)
     assert not any(names.MESSAGES_COUNT in (s.attributes or {}) for s in puts)
+
+
+def test_a_resumed_run_continues_the_stored_count(
+    otel: OTel, sqlite: SqliteSaver, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each checkpoint stores its history's count (also where its step left the history as it
+    was); the next run's first put continues from it and counts only the messages it adds."""
+    import langchain_core.messages.utils as lc_utils
+
+    counted: list[int] = []
+
+    def counting(messages: Any, **kwargs: Any) -> int:
+        counted.append(len(messages))
+        return count_tokens_approximately(messages, **kwargs)
+
+    monkeypatch.setattr(lc_utils, "count_tokens_approximately", counting)
+    saver = instrument(
+        sqlite, tracer_provider=otel.tracer_provider, meter_provider=otel.meter_provider
+    )
+    graph = _summarising_graph(saver)  # its summarise step leaves a short history as it is
+    config = {"configurable": {"thread_id": "stored"}}
+    graph.invoke({"messages": [HumanMessage("first question " * 5)]}, config)
+    assert len(counted) == 2
+    stored = sqlite.get_tuple(config)
+    assert stored is not None
+    messages = graph.get_state(config).values["messages"]
+    # the last checkpoint (summarise: nothing changed) carries the count forward
+    assert stored.metadata["otel"]["history"] == [  # type: ignore[typeddict-item]
+        "messages",
+        2,
+        count_tokens_approximately(messages),
+        "approximate",
+    ]
+    counted.clear()
+    otel.clear()
+    graph.invoke({"messages": [HumanMessage("second question " * 5)]}, config)
+    assert counted == [1, 1]  # the new question and the new answer, not the loaded history
+    messages = graph.get_state(config).values["messages"]
+    last = [s for s in _puts(otel) if names.MESSAGES_COUNT in (s.attributes or {})][-1]
+    assert (last.attributes or {})[names.MESSAGES_COUNT] == len(messages) == 4
+    assert (last.attributes or {})[names.MESSAGES_TOKENS] == count_tokens_approximately(messages)
+    # the third run's summary is seen as a shrink although the history was loaded
+    otel.clear()
+    graph.invoke({"messages": [HumanMessage("third question " * 5)]}, config)
+    (shrink,) = _shrinks(otel)
+    assert shrink[names.MESSAGES_BEFORE_COUNT] == 6
+    assert shrink[names.MESSAGES_SHRINK_KIND] == "replaced"

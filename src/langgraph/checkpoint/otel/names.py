@@ -411,6 +411,10 @@ META_POLICY: Final = "policy"
 META_EXECUTION: Final = "execution"
 """The execution (`EXECUTION_ID`) of the run that wrote the checkpoint: a run resuming it
 continues that execution."""
+META_HISTORY: Final = "history"
+"""[channel, messages, tokens, token counter] of the checkpoint's message history, as counted
+(`langgraph.messages.*`): a run resuming the checkpoint continues the count from it instead of
+counting the loaded history again."""
 META_CARRIER_KEYS: Final = ("traceparent", "tracestate")
 """W3C trace context of the put span that wrote the checkpoint (never baggage)."""
 META_FORMAT_VERSION: Final = 2

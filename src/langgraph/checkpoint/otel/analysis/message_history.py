@@ -197,10 +197,13 @@ class HistoryMemo:
     chunks: list[tuple[Any, ...]]
     """The messages, in order, as the chunks they were added in (shared with the next memo:
     a put that appends costs its new messages, not a copy of the history)."""
-    token_chunks: list[tuple[int, ...]]
-    """Each message's tokens, chunked as `chunks`."""
+    token_chunks: list[tuple[int, ...] | None]
+    """Each message's tokens, chunked as `chunks` (None: a chunk whose total alone is known,
+    the history a run loaded with its stored count)."""
     messages: int
     total: int
+    counter: str = ""
+    """The token counter that counted it (a memo of another counter is not continued)."""
 
     @property
     def bytes(self) -> int:
@@ -251,18 +254,26 @@ def count_history(
         if fresh:
             chunks, token_chunks = [*chunks, fresh], [*token_chunks, added]
         if len(chunks) > _MAX_CHUNKS:
-            chunks = [tuple(messages)]
-            token_chunks = [tuple(t for chunk in token_chunks for t in chunk)]
+            chunks, token_chunks = _merged(chunks, token_chunks)
         total = memo.total + sum(added)
-        return HistoryMemo(checkpoint_id, channel, chunks, token_chunks, len(messages), total), None
+        return HistoryMemo(
+            checkpoint_id, channel, chunks, token_chunks, len(messages), total, memo.counter
+        ), None
     known: dict[int, int] = {}
     if memo is not None:
         for chunk, counts in zip(memo.chunks, memo.token_chunks, strict=True):
-            for message, count in zip(chunk, counts, strict=True):
-                known[id(message)] = count
+            if counts is not None:
+                for message, count in zip(chunk, counts, strict=True):
+                    known[id(message)] = count
     tokens = tuple(known[id(m)] if id(m) in known else counter([m]) for m in messages)
     new = HistoryMemo(
-        checkpoint_id, channel, [tuple(messages)], [tokens], len(messages), sum(tokens)
+        checkpoint_id,
+        channel,
+        [tuple(messages)],
+        [tokens],
+        len(messages),
+        sum(tokens),
+        memo.counter if memo is not None else "",
     )
     if memo is None or parent_id is None or memo.checkpoint_id != parent_id:
         return new, None
@@ -278,6 +289,34 @@ def count_history(
         len(before - after),
         len(after - before),
     )
+
+
+def loaded_memo(
+    checkpoint_id: str,
+    values: Mapping[str, Any],
+    stored: tuple[str, int, int, str] | None,
+) -> HistoryMemo | None:
+    """The memo of a loaded checkpoint's history from its stored count (`names.META_HISTORY`):
+    the loaded messages with their total, per message unknown, so the run's first put counts
+    only what it adds. None when nothing was stored or the loaded value does not match it (a
+    delta channel between snapshots holds no value)."""
+    if stored is None:
+        return None
+    channel, messages, tokens, counter = stored
+    value = values.get(channel)
+    if type(value) is not list or len(value) != messages:
+        return None
+    return HistoryMemo(checkpoint_id, channel, [tuple(value)], [None], messages, tokens, counter)
+
+
+def _merged(
+    chunks: list[tuple[Any, ...]], token_chunks: list[tuple[int, ...] | None]
+) -> tuple[list[tuple[Any, ...]], list[tuple[int, ...] | None]]:
+    """Many chunks as few: a first chunk of unknown counts stays, the others become one."""
+    keep = 1 if token_chunks[0] is None else 0
+    rest = tuple(m for chunk in chunks[keep:] for m in chunk)
+    counts = tuple(t for chunk in token_chunks[keep:] for t in chunk or ())
+    return [*chunks[:keep], rest], [*token_chunks[:keep], counts]
 
 
 def window_share(tokens: int, window: int | None) -> float | None:

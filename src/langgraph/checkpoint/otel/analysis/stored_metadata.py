@@ -49,6 +49,9 @@ class StoredTelemetry:
     (`options.DivergencePolicy.stored`); {}: the default, or unknown."""
     execution: str | None = None
     """The execution the writing run belonged to (`names.EXECUTION_ID`)."""
+    history: tuple[str, int, int, str] | None = None
+    """(channel, messages, tokens, token counter) of the checkpoint's message history, where
+    counted (`names.META_HISTORY`)."""
 
     def to_metadata(self) -> dict[str, Any]:
         """The JSON-compatible value stored under `names.METADATA_KEY`."""
@@ -84,6 +87,8 @@ class StoredTelemetry:
             value[names.META_GRAPH] = self.graph.stored
         if self.execution is not None:
             value[names.META_EXECUTION] = self.execution
+        if self.history is not None:
+            value[names.META_HISTORY] = list(self.history)
         value.update(self.carrier)
         return value
 
@@ -138,6 +143,7 @@ def read_stored_telemetry(metadata: Mapping[str, Any] | None) -> StoredTelemetry
         StructureSummary.of_stored(value.get(names.META_GRAPH)),
         _policy_entry(value.get(names.META_POLICY)),
         _execution_entry(value.get(names.META_EXECUTION)),
+        _history_entry(value.get(names.META_HISTORY)),
     )
 
 
@@ -177,6 +183,18 @@ def _policy_entry(value: Any) -> Mapping[str, Any]:
         if isinstance(k, str)
         and (isinstance(v, bool) or (isinstance(v, list) and all(isinstance(i, str) for i in v)))
     }
+
+
+def _history_entry(entry: Any) -> tuple[str, int, int, str] | None:
+    """A stored ``[channel, messages, tokens, counter]``, or None when malformed."""
+    if not isinstance(entry, list | tuple) or len(entry) != 4:
+        return None
+    channel, messages, tokens, counter = entry
+    if not (isinstance(channel, str) and isinstance(counter, str)):
+        return None
+    if type(messages) is not int or type(tokens) is not int or messages < 0 or tokens < 0:
+        return None
+    return channel, messages, tokens, counter
 
 
 def _lineage_entry(pair: Any) -> tuple[int, int] | None:
@@ -224,6 +242,7 @@ _STORED_KEYS = frozenset(
         names.META_GRAPH,
         names.META_POLICY,
         names.META_EXECUTION,
+        names.META_HISTORY,
         *names.META_CARRIER_KEYS,
     }
 )

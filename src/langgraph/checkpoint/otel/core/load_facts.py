@@ -21,6 +21,7 @@ from langgraph.checkpoint.otel import names
 from langgraph.checkpoint.otel._langgraph.formats import interrupts_written
 from langgraph.checkpoint.otel.analysis.carrier import TraceContext, parse_carrier
 from langgraph.checkpoint.otel.analysis.graph_structure import StructureChange, named_changes
+from langgraph.checkpoint.otel.analysis.message_history import loaded_memo
 from langgraph.checkpoint.otel.analysis.records import Scope
 from langgraph.checkpoint.otel.analysis.resume_kinds import (
     Resume,
@@ -201,6 +202,10 @@ class LoadWitness(Witness):
             LoadNote(resume.kind, resume.from_checkpoint_id),
             _run_tools(stored),
         )
+        if stored is not None and stored.history is not None and not migration:
+            memo = loaded_memo(str(result.checkpoint.get("id", "")), values, stored.history)
+            if memo is not None:  # the run's first put counts only what it adds
+                self._states.note_history(scope, memo)
         self._watch.start(scope, resume, result)
         walk = self._watch.reference_walk(scope, result, latest) if resume.kind == "fork" else None
         # a migrated checkpoint's values are not the ones its hashes describe

@@ -24,6 +24,7 @@ from langgraph.checkpoint.otel.analysis.detectors import Finding
 from langgraph.checkpoint.otel.analysis.graph_structure import StructureSummary
 from langgraph.checkpoint.otel.analysis.hashing import StateDigest
 from langgraph.checkpoint.otel.analysis.message_history import (
+    CUSTOM,
     Shrink,
     TokenCounter,
     count_history,
@@ -135,6 +136,9 @@ class PutFacts:
     """`langgraph.findings`: the kinds of what the put shows."""
     history: HistoryFacts | None = None
     """The message history, where the put changed it and it is counted."""
+    stored_history: tuple[str, int, int, str] | None = None
+    """(channel, messages, tokens, counter) of the checkpoint's history, where known: stored
+    with the checkpoint for the runs that resume it."""
 
 
 class PutWitness(Witness):
@@ -223,7 +227,7 @@ class PutWitness(Witness):
             own_tools=own,
             values=values,
         )
-        history = (
+        counted = (
             self._guard(
                 "count messages",
                 self._history,
@@ -236,6 +240,7 @@ class PutWitness(Witness):
             if hash_state and self._token_counter is not None
             else None
         )
+        history, stored_history = counted if counted is not None else (None, None)
         kinds = [names.FindingKinds.divergence(f.kind) for f in findings]
         concurrent = None
         if (
@@ -279,6 +284,7 @@ class PutWitness(Witness):
             user_claims_metadata_key=_user_claims_metadata_key(config, metadata),
             finding_kinds=tuple(kinds),
             history=history,
+            stored_history=stored_history,
         )
 
     def _history(
@@ -288,22 +294,35 @@ class PutWitness(Witness):
         parent_id: Any,
         values: Mapping[str, Any],
         new_versions: ChannelVersions,
-    ) -> HistoryFacts | None:
-        """The message history's counts, where this put changed it (None otherwise)."""
+    ) -> tuple[HistoryFacts | None, tuple[str, int, int, str] | None]:
+        """The message history's counts, where this put changed it; and what is stored of the
+        checkpoint's history (also where the put left it as its parent had it)."""
+        parent = None if parent_id is None else str(parent_id)
+        memo = self._states.history(scope)
+        name = self._token_counter_name
+        if memo is not None and (
+            memo.counter != name or (name == CUSTOM and memo.token_chunks[0] is None)
+        ):
+            memo = None  # counted by another counter (a custom one may differ per process)
         channel = history_channel(values, new_versions, self._options.messages_channel)
         if channel is None:
-            return None
+            if memo is None or memo.checkpoint_id != parent or memo.channel in new_versions:
+                return None, None
+            memo.checkpoint_id = checkpoint_id  # the history as its parent had it
+            return None, (memo.channel, memo.messages, memo.total, name)
         assert self._token_counter is not None
         memo, shrink = count_history(
             values[channel],
             self._token_counter,
-            self._states.history(scope),
+            memo,
             checkpoint_id=checkpoint_id,
             channel=channel,
-            parent_id=None if parent_id is None else str(parent_id),
+            parent_id=parent,
         )
+        memo.counter = name
         self._states.note_history(scope, memo)
         window = self._options.context_window
+        stored = (channel, memo.messages, memo.total, name)
         return HistoryFacts(
             channel=bounded_text(channel),
             messages=memo.messages,
@@ -312,7 +331,7 @@ class PutWitness(Witness):
             context_window=window,
             window_share=window_share(memo.total, window),
             shrink=shrink,
-        )
+        ), stored
 
     def _nodes_applied(
         self,

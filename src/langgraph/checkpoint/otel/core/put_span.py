@@ -183,6 +183,7 @@ def stored_telemetry(facts: PutFacts) -> StoredTelemetry | None:
         facts.structure,
         facts.policy,
         facts.execution,
+        facts.stored_history,
     )
 
 
