@@ -8,6 +8,7 @@ from __future__ import annotations
 import operator
 import random
 import sqlite3
+import time
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -631,3 +632,46 @@ def test_limit_and_prefix_select_the_same_threads_everywhere(store: str, request
     assert first == written[:3]
     one = [r[0].ref.thread_id for r in scan_threads(saver, ThreadQuery(None, prefix=written[4]))]
     assert one == [written[4]]
+
+
+def _states_of(saver: Any, written: list[tuple[str, str]]) -> dict[str, Any]:
+    graphs = {
+        "loop": loop_graph(saver),
+        "fork": loop_graph(saver),
+        "subgraph": subgraph_graph(saver),
+        "interrupt": interrupt_graph(saver),
+        "delta": loop_graph(saver, DeltaState),
+        "sub_interrupt": subgraph_interrupt_graph(saver),
+    }
+    out = {}
+    for thread_id, shape in written:
+        config = {"configurable": {"thread_id": thread_id}}
+        snapshot = graphs[shape].get_state(config)
+        history = len(list(graphs[shape].get_state_history(config)))
+        out[thread_id] = (snapshot.values, snapshot.next, len(snapshot.interrupts), history)
+    return out
+
+
+@pytest.mark.parametrize("store", ["postgres_db", "redis_url"])
+def test_cli_apply_then_restore_on_postgres_and_redis(
+    store: str, request: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    saver = request.getfixturevalue(store.replace("_db", "_saver").replace("_url", "_saver"))
+    url = request.getfixturevalue(store)
+    written = write_seeded(saver, 10, 6)
+    before = _states_of(saver, written)
+    archive = tmp_path / "archive.jsonl"
+    time.sleep(1.1)  # every checkpoint older than a second
+    _, planned = run_cli(["retention", url, "--older-than", "1s", "--json"], capsys)
+    code, done = run_cli(
+        ["retention", url, "--older-than", "1s", "--apply", "--archive", str(archive), "--json"],
+        capsys,
+    )
+    assert code == 0, done["applied"]
+    assert done["applied"]["checkpoints_removed"] == planned["remove_checkpoints"] > 0
+    assert done["applied"]["bytes_reclaimed"] == planned["reclaim_bytes"]
+    after = _states_of(saver, written)
+    assert {t: s[:3] for t, s in after.items()} == {t: s[:3] for t, s in before.items()}
+    code, restored = run_cli(["restore", str(archive), url, "--json"], capsys)
+    assert code == 0 and restored["checkpoints"] == planned["remove_checkpoints"]
+    assert _states_of(saver, written) == before
