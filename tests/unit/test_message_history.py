@@ -70,6 +70,13 @@ def test_found_by_value_type_not_by_name() -> None:
     # of several message lists, the longest
     longer = {"a": history[:1], "b": history}
     assert history_channel(longer, {"a", "b"}, None) == "b"
+    # a second message list beside the history (a pre_model_hook's llm_input_messages) is not
+    # the history, changed or not; nor is the history's channel when it holds no messages
+    hook = {"messages": history, "llm_input_messages": history[-1:]}
+    assert history_channel(hook, {"llm_input_messages"}, "messages") is None
+    assert history_channel(hook, {"llm_input_messages", "messages"}, "messages") == "messages"
+    assert history_channel(longer, {"a"}, None, last="b") is None  # where it was found before
+    assert history_channel({"messages": ["a"], "b": history}, {"b"}, "messages") == "b"
 
 
 def test_incremental_count_equals_the_whole_count() -> None:

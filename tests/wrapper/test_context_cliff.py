@@ -386,3 +386,36 @@ def test_a_resumed_run_continues_the_stored_count(
     (shrink,) = _shrinks(otel)
     assert shrink[names.MESSAGES_BEFORE_COUNT] == 6
     assert shrink[names.MESSAGES_SHRINK_KIND] == "replaced"
+
+
+def test_a_hook_that_trims_only_the_model_input_is_not_a_shrink(
+    otel: OTel, sqlite: SqliteSaver
+) -> None:
+    """A `pre_model_hook` returning `llm_input_messages` (LangGraph's way to trim what the
+    model sees without changing the history) writes a second message list: the history stays
+    `messages`, growing, and nothing shrinks."""
+
+    def trim_input(state: dict[str, Any]) -> dict[str, Any]:
+        return {"llm_input_messages": _trim(state)["messages"][1:]}
+
+    script = agents.Script(
+        [agents.calls(("lookup", {"topic": "tides"})), agents.Turn("The tides follow the moon.")]
+    )
+    saver = instrument(
+        sqlite, tracer_provider=otel.tracer_provider, meter_provider=otel.meter_provider
+    )
+    agent = create_react_agent(
+        _TurnByLastMessage(script=script), [lookup], pre_model_hook=trim_input, checkpointer=saver
+    )
+    config = {"configurable": {"thread_id": "hooked"}}
+    for question in ("Why tides?", "And the moon?", "And the sun?"):
+        agent.invoke({"messages": [HumanMessage(question + " " + "please " * 20)]}, config)
+    counted = [s for s in _puts(otel) if names.MESSAGES_COUNT in (s.attributes or {})]
+    assert {(s.attributes or {})[names.MESSAGES_CHANNEL] for s in counted} == {"messages"}
+    counts = [(s.attributes or {})[names.MESSAGES_COUNT] for s in counted]
+    assert counts == sorted(counts) and counts[-1] == 12
+    assert _shrinks(otel) == []
+    final = agent.get_state(config).values["messages"]
+    assert (counted[-1].attributes or {})[names.MESSAGES_TOKENS] == count_tokens_approximately(
+        final
+    )

@@ -75,23 +75,30 @@ def is_message_list(value: Any, message_type: type | None = None) -> TypeGuard[l
 
 
 def history_channel(
-    values: Mapping[str, Any], changed: Collection[str], preferred: str | None = None
+    values: Mapping[str, Any],
+    changed: Collection[str],
+    preferred: str | None = None,
+    last: str | None = None,
 ) -> str | None:
-    """The changed channel that holds the message history: `preferred` (the
-    ``messages_channel`` option) when it holds messages, else the changed message list with the
-    most messages; None when no changed channel holds messages."""
+    """The channel holding the message history, where this put changed it (None: it did not,
+    or no channel holds messages).
+
+    The history is `preferred` (the ``messages_channel`` option) wherever the state holds a
+    list there, else the channel it was last found in (`last`), else the changed channel
+    whose value is the longest list of messages (by type): a second message list beside the
+    history (``llm_input_messages`` of a ``pre_model_hook``) is never taken for it."""
     cls = message_class()
     if cls is None:
         return None
-    if preferred is not None and preferred in changed:
-        value = values.get(preferred)
-        if is_message_list(value, cls) or (type(value) is list and not value):
-            return preferred
+    for channel in (preferred, last):
+        value = values.get(channel) if channel is not None else None
+        if type(value) is list and (not value or is_message_list(value, cls)):
+            return channel if channel in changed else None
     best: str | None = None
     best_len = 0
     for channel in changed:
         value = values.get(channel)
-        if channel != preferred and is_message_list(value, cls):
+        if is_message_list(value, cls):
             length = len(value)
             if length > best_len:
                 best, best_len = channel, length

@@ -304,7 +304,12 @@ class PutWitness(Witness):
             memo.counter != name or (name == CUSTOM and memo.token_chunks[0] is None)
         ):
             memo = None  # counted by another counter (a custom one may differ per process)
-        channel = history_channel(values, new_versions, self._options.messages_channel)
+        channel = history_channel(
+            values,
+            new_versions,
+            self._options.messages_channel,
+            memo.channel if memo is not None else None,
+        )
         if channel is None:
             if memo is None or memo.checkpoint_id != parent or memo.channel in new_versions:
                 return None, None
