@@ -10,7 +10,10 @@ thread before the apply and after the restore.
 
 from __future__ import annotations
 
+import json
 import sqlite3
+import subprocess
+import sys
 import threading
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
@@ -359,3 +362,55 @@ def test_a_deep_agent_stays_rebuildable(tmp_path: Path) -> None:
     }
     assert after == states
     conn.close()
+
+
+@pytest.mark.parametrize("kind", ["sqlite", "postgres"])
+def test_the_routine_through_the_command_line(
+    kind: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    """A team's routine with the console command: plan (read only), apply with an archive,
+    restore; the figures agree, the threads resume as an unpruned copy, the restore brings the
+    history back."""
+    from langgraph.checkpoint.postgres import PostgresSaver
+    from langgraph.checkpoint.sqlite import SqliteSaver
+
+    path = tmp_path / "routine.sqlite"
+    url = f"sqlite:///{path}" if kind == "sqlite" else request.getfixturevalue("postgres_db")
+
+    def opened() -> Any:
+        if kind == "sqlite":
+            return SqliteSaver.from_conn_string(str(path))
+        return PostgresSaver.from_conn_string(url)
+
+    copy = InMemorySaver()
+    ids = seed_threads(copy, 3, seed=4)
+    with opened() as saver:
+        saver.setup()
+        seed_threads(saver, 3, seed=4)
+        before = {t: history(saver, t) for t in ids}
+    script = str(Path(sys.executable).with_name("langgraph-otel"))
+    archive = tmp_path / "routine.archive"
+
+    def run(*args: str) -> tuple[int, dict[str, Any]]:
+        done = subprocess.run(
+            [script, *args, "--json"], capture_output=True, text=True, timeout=120, check=False
+        )
+        assert done.stdout, done.stderr[-2000:]
+        return done.returncode, json.loads(done.stdout)
+
+    code, planned = run("retention", url, "--keep-last", "2")
+    assert code == 1 and planned["reclaim_bytes"] > 0 and planned["applied"] is None
+    code, applied = run("retention", url, "--keep-last", "2", "--apply", "--archive", str(archive))
+    assert code == 0, applied
+    done = applied["applied"]
+    assert (done["applied"], done["skipped"], done["failed"]) == (3, 0, 0)
+    assert done["bytes_reclaimed"] == planned["reclaim_bytes"]
+    assert done["checkpoints_removed"] == planned["remove_checkpoints"]
+    with opened() as saver:
+        for thread_id in ids:
+            assert state_hash(saver, thread_id) == state_hash(copy, thread_id), thread_id
+        code, restored = run("restore", str(archive), url)
+        assert code == 0 and restored["checkpoints"] == done["checkpoints_removed"]
+        assert {t: history(saver, t) for t in ids} == before
+        for thread_id in ids:
+            assert resume(saver, thread_id) == resume(copy, thread_id), thread_id
