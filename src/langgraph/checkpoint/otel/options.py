@@ -278,6 +278,8 @@ class InstrumentOptions(BaseModel):
         for suffix, factor in (("k", 1_000), ("m", 1_000_000)):
             if text.endswith(suffix) and text[:-1].replace(".", "", 1).isdigit():
                 return int(float(text[:-1]) * factor)
+        if not text.lstrip("-").isdigit():
+            raise ValueError(f"a number of tokens is expected (128000, 128k, 1m), not {value!r}")
         return text
 
     @field_validator("token_counter")
