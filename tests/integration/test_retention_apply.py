@@ -35,10 +35,12 @@ from langgraph.checkpoint.otel._langgraph.stored_bytes import thread_bytes
 from langgraph.checkpoint.otel.analysis.retention import CheckpointRef, RetentionPolicy, ThreadPlan
 from langgraph.checkpoint.otel.inspector.sources import open_sources
 from langgraph.checkpoint.otel.inspector.thread_list import ThreadQuery
+from langgraph.checkpoint.otel.retention import apply as apply_module
 from langgraph.checkpoint.otel.retention.apply import (
     APPLIED,
     FAILED,
     SKIPPED_WRITTEN,
+    ApplyError,
     apply_plans,
 )
 from langgraph.checkpoint.otel.retention.archive import read_archive
@@ -166,11 +168,13 @@ def test_apply_reclaims_the_plan_and_every_thread_resumes(store: Any, tmp_path: 
 @pytest.mark.parametrize("store", STORES, indirect=True)
 @pytest.mark.parametrize("policy", [KEEP_2, IDLE], ids=["keep_last_2", "idle"])
 def test_restore_brings_back_every_removed_checkpoint(
-    store: Any, policy: RetentionPolicy, tmp_path: Path
+    store: Any, policy: RetentionPolicy, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """After a restore `list()` reads every thread exactly as before the apply (ids, parents,
     metadata, versions, values, pending writes); the latest is what `get_tuple` loads again; a
-    second restore changes nothing; the plan afterwards is the plan before."""
+    second restore changes nothing; the plan afterwards is the plan before. Records hold at
+    most 4 checkpoints here, so a thread is archived as several."""
+    monkeypatch.setattr(apply_module, "RECORD_CHECKPOINTS", 4)
     ids = seed_threads(store, THREADS, seed=7)
     before = {t: history(store, t) for t in ids}
     latest = {t: store.get_tuple(config(t)).config for t in ids}
@@ -184,6 +188,10 @@ def test_restore_brings_back_every_removed_checkpoint(
         assert all(store.get_tuple(config(t)) is None for t in gone)
         assert all(not list(store.list(config(t))) for t in gone)
     assert any(history(store, t) != before[t] for t in ids)
+
+    records = read_archive(tmp_path / "archive.jsonl").records
+    assert max(len(r.checkpoints) for r in records) == 4
+    assert len(records) > len({r.thread_id for r in records})
 
     restored = restore_archive(store, tmp_path / "archive.jsonl")
 
@@ -246,10 +254,14 @@ def test_a_thread_written_to_is_skipped_and_intact(store: Any, tmp_path: Path) -
 
 
 @pytest.mark.parametrize("store", STORES, indirect=True)
-def test_a_removal_that_changes_the_latest_state_is_put_back(store: Any, tmp_path: Path) -> None:
+def test_a_removal_that_changes_the_latest_state_is_put_back(
+    store: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """A plan made by hand that removes what a `DeltaChannel` is rebuilt from (the planner
     keeps those): the apply sees the latest state hash change, fails the thread and puts it
-    back at once; the thread reads as before."""
+    back at once from its archive records (2 checkpoints each here); the thread reads as
+    before."""
+    monkeypatch.setattr(apply_module, "RECORD_CHECKPOINTS", 2)
     ids = seed_threads(store, 4, seed=5)
     delta = next(t for t in ids if shape_of(t) == "delta")
     # stopped mid-run: the latest checkpoint holds no snapshot of its messages, only deltas
@@ -414,3 +426,20 @@ def test_the_routine_through_the_command_line(
         assert {t: history(saver, t) for t in ids} == before
         for thread_id in ids:
             assert resume(saver, thread_id) == resume(copy, thread_id), thread_id
+
+
+@pytest.mark.parametrize("store", ["sqlite"], indirect=True)
+def test_an_archive_that_cannot_be_written_stops_the_apply(store: Any, tmp_path: Path) -> None:
+    """No archive, no removal: an archive path that cannot be created is an `ApplyError`
+    before any thread is touched."""
+    ids = seed_threads(store, 2, seed=9)
+    before = {t: history(store, t) for t in ids}
+    (tmp_path / "not-a-directory").write_text("")
+    with pytest.raises(ApplyError, match="cannot write the archive"):
+        apply_plans(
+            store,
+            _plans(store, KEEP_2),
+            tmp_path / "not-a-directory" / "archive.jsonl",
+            policy=KEEP_2,
+        )
+    assert {t: history(store, t) for t in ids} == before

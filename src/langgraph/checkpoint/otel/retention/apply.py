@@ -44,8 +44,10 @@ from langgraph.checkpoint.otel.retention.archive import (
     ArchivedBlob,
     ArchivedCheckpoint,
     ArchivedWrite,
+    ArchiveError,
     ArchiveWriter,
     ThreadRecord,
+    read_record,
 )
 
 logger = logging.getLogger(__name__)
@@ -197,7 +199,24 @@ def apply_plans(
         if telemetry is not None
         else nullcontext(None)
     )
-    with ArchiveWriter(Path(archive)) as writer, span as report:
+    try:
+        _apply_all(kind, store, todo, Path(archive), span, step, result)
+    except ArchiveError as exc:  # the archive cannot be written: stop before removing more
+        done = sum(1 for t in result.threads if t.outcome == APPLIED)
+        raise ApplyError(f"{exc}; stopped after {done} threads applied") from None
+    return result
+
+
+def _apply_all(
+    kind: str,
+    store: Any,
+    todo: list[ThreadPlan],
+    archive: Path,
+    span: AbstractContextManager[Any],
+    step: Callable[[str], None],
+    result: ApplyResult,
+) -> None:
+    with ArchiveWriter(archive) as writer, span as report:
         for plan in todo:
             with _thread_span(report, plan.thread_id) as thread_span:
                 outcome = _apply_thread(kind, store, plan, writer, step)
@@ -217,7 +236,6 @@ def apply_plans(
                         bytes_reclaimed=outcome.bytes_reclaimed,
                         checkpoints_kept=outcome.checkpoints_kept,
                     )
-    return result
 
 
 @contextmanager
@@ -246,23 +264,28 @@ def _apply_thread(
     # a namespace whose latest goes (a subgraph call's, with the checkpoint that started it; an
     # idle thread's) is gone after; the others must read the same latest state
     kept_ns = sorted(ns for ns, cid in plan.latest.items() if (ns, cid) not in removed_refs)
+    present: list[tuple[str, str]] = []
+    blobs: list[tuple[str, str, str]] = []
+    offsets: list[int] = []
     try:
         bytes_before = thread_bytes(store, [thread_id]) or 0
-        record = _record(kind, store, plan, refs)
+        for record in _records(kind, store, plan, refs):
+            offsets.append(writer.append(record))
+            present += [(c.ns, c.id) for c in record.checkpoints]
+            blobs += [(b.ns, b.channel, b.version) for b in record.blobs]
+    except ArchiveError:
+        raise  # stops the apply: nothing more is removed without its archive
     except Exception as exc:
-        return ThreadOutcome(thread_id, FAILED, detail=f"cannot read the thread: {_why(exc)}")
-    if not record.checkpoints and not record.blobs:
-        step("archived")
-        return ThreadOutcome(thread_id, NOTHING, detail="nothing left to remove")
-    writer.append(record)
+        detail = f"cannot read the thread: {_why(exc)}"
+        return ThreadOutcome(thread_id, FAILED, detail=detail)
     step("archived")
+    if not present and not blobs:
+        return ThreadOutcome(thread_id, NOTHING, detail="nothing left to remove")
     try:
         before = latest_state_hashes(store, thread_id, kept_ns)
     except Exception as exc:
         return ThreadOutcome(thread_id, FAILED, detail=f"cannot hash its state: {_why(exc)}")
     step("hashed")
-    present = [(c.ns, c.id) for c in record.checkpoints]
-    blobs = [(b.ns, b.channel, b.version) for b in record.blobs]
     try:
         removed = stored_rows.remove(
             kind, store, thread_id, present, blobs, plan.latest, whole_thread=plan.whole_thread
@@ -292,17 +315,22 @@ def _apply_thread(
         changed = False
     step("verified")
     if changed:
-        return _put_back(kind, store, record, outcome, step)
+        return _put_back(kind, store, [read_record(writer.path, o) for o in offsets], outcome, step)
     return outcome
 
 
 def _put_back(
-    kind: str, store: Any, record: ThreadRecord, outcome: ThreadOutcome, step: Callable[[str], None]
+    kind: str,
+    store: Any,
+    records: list[ThreadRecord],
+    outcome: ThreadOutcome,
+    step: Callable[[str], None],
 ) -> ThreadOutcome:
     from langgraph.checkpoint.otel.retention.restore import restore_record
 
     try:
-        restore_record(kind, store, record)
+        for record in records:
+            restore_record(kind, store, record)
         detail = "its latest state changed when its checkpoints were removed: put back"
     except Exception as exc:
         detail = (
@@ -313,12 +341,30 @@ def _put_back(
     return ThreadOutcome(outcome.thread_id, FAILED, detail=detail)
 
 
-def _record(kind: str, store: Any, plan: ThreadPlan, refs: list[tuple[str, str]]) -> ThreadRecord:
-    """The archive record of what the plan removes that is still stored."""
+RECORD_CHECKPOINTS = 200
+"""Checkpoints per archive record at most: a thread with more is archived as several records
+(each durable before the removal), so memory holds one record's values at a time."""
+RECORD_BYTES = 32 * 1024 * 1024
+"""Serialized bytes per archive record at most (a record ends at the checkpoint past it)."""
+
+
+def _records(
+    kind: str, store: Any, plan: ThreadPlan, refs: list[tuple[str, str]]
+) -> Iterator[ThreadRecord]:
+    """The archive records of what the plan removes that is still stored (the blobs with the
+    first), each of at most `RECORD_CHECKPOINTS` checkpoints and about `RECORD_BYTES`."""
     thread_id = plan.thread_id
     serde = store.serde
-    checkpoints = []
-    for ns, cid in sorted(refs, key=lambda r: (r[0], r[1])):
+    blob_rows = stored_rows.raw_blobs(
+        kind, store, thread_id, [(b.checkpoint_ns, b.channel, b.version) for b in plan.remove_blobs]
+    )
+    blobs = tuple(
+        ArchivedBlob(ns=ns, channel=ch, version=ver, value=(ty, v))
+        for ns, ch, ver, ty, v in blob_rows
+    )
+    checkpoints: list[ArchivedCheckpoint] = []
+    size = 0
+    for ns, cid in sorted(refs):
         config = {
             "configurable": {"thread_id": thread_id, "checkpoint_ns": ns, "checkpoint_id": cid}
         }
@@ -326,33 +372,42 @@ def _record(kind: str, store: Any, plan: ThreadPlan, refs: list[tuple[str, str]]
         if tup is None:  # removed by an earlier, interrupted apply: archived then
             continue
         parent = (tup.parent_config or {}).get("configurable", {}).get("checkpoint_id")
-        checkpoints.append(
-            ArchivedCheckpoint(
-                ns=ns,
-                id=cid,
-                parent_id=str(parent) if parent else None,
-                checkpoint=serde.dumps_typed(
-                    stored_rows.exact_checkpoint(kind, store, thread_id, ns, cid, tup.checkpoint)
-                ),
-                metadata=serde.dumps_typed(dict(tup.metadata or {})),
-                writes=tuple(
-                    ArchivedWrite(task_id=t, task_path=p, idx=i, channel=c, value=(ty, v))
-                    for t, p, i, c, ty, v in stored_rows.raw_writes(kind, store, thread_id, ns, cid)
-                ),
-            )
+        archived = ArchivedCheckpoint(
+            ns=ns,
+            id=cid,
+            parent_id=str(parent) if parent else None,
+            checkpoint=serde.dumps_typed(
+                stored_rows.exact_checkpoint(kind, store, thread_id, ns, cid, tup.checkpoint)
+            ),
+            metadata=serde.dumps_typed(dict(tup.metadata or {})),
+            writes=tuple(
+                ArchivedWrite(task_id=t, task_path=p, idx=i, channel=c, value=(ty, v))
+                for t, p, i, c, ty, v in stored_rows.raw_writes(kind, store, thread_id, ns, cid)
+            ),
         )
-    blob_rows = stored_rows.raw_blobs(
-        kind, store, thread_id, [(b.checkpoint_ns, b.channel, b.version) for b in plan.remove_blobs]
-    )
+        checkpoints.append(archived)
+        size += len(archived.checkpoint[1] or b"") + sum(
+            len(w.value[1] or b"") for w in archived.writes
+        )
+        if len(checkpoints) >= RECORD_CHECKPOINTS or size >= RECORD_BYTES:
+            yield _thread_record(kind, plan, checkpoints, blobs)
+            checkpoints, blobs, size = [], (), 0
+    if checkpoints or blobs:
+        yield _thread_record(kind, plan, checkpoints, blobs)
+
+
+def _thread_record(
+    kind: str,
+    plan: ThreadPlan,
+    checkpoints: list[ArchivedCheckpoint],
+    blobs: tuple[ArchivedBlob, ...],
+) -> ThreadRecord:
     return ThreadRecord(
-        thread_id=thread_id,
+        thread_id=plan.thread_id,
         saver=kind,
         latest=dict(plan.latest),
         checkpoints=tuple(checkpoints),
-        blobs=tuple(
-            ArchivedBlob(ns=ns, channel=ch, version=ver, value=(ty, v))
-            for ns, ch, ver, ty, v in blob_rows
-        ),
+        blobs=blobs,
     )
 
 

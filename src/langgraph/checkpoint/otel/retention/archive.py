@@ -11,7 +11,9 @@ Each line is one record (see docs/retention.md, "Archive format"):
      "blobs": [{"ns": "", "channel": "...", "version": "...", "value": ["empty", null]}],
      "sha256": "<hex of the line without this field>"}
 
-Values are the saver's own serializer output (`serde.dumps_typed`), so an encrypting serde
+A thread with many checkpoints to remove is written as several records (see
+`retention.apply.RECORD_CHECKPOINTS`), so memory holds one record at a time; restore reads
+them all. Values are the saver's own serializer output (`serde.dumps_typed`), so an encrypting serde
 keeps the archive encrypted. A record is appended and fsynced before anything of its thread
 is removed. A line cut short (the process was killed while writing it) is ignored on read
 and reported; so is a line whose checksum does not match.
@@ -231,10 +233,11 @@ class ArchiveWriter:
                     self._write(b"\n")
 
     def append(self, record: ThreadRecord) -> int:
-        """Write one record durably; returns its size in bytes."""
+        """Write one record durably; returns its offset in the file (see `read_record`)."""
         line = encode_record(record)
+        offset = self._file.tell()
         self._write(line)
-        return len(line)
+        return offset
 
     def _write(self, data: bytes) -> None:
         try:
@@ -287,6 +290,13 @@ def read_archive(path: Path) -> ArchiveContents:
     return contents
 
 
+def read_record(path: Path, offset: int) -> ThreadRecord:
+    """The record written at `offset` (as `ArchiveWriter.append` returned it)."""
+    with Path(path).open("rb") as f:
+        f.seek(offset)
+        return decode_record(f.readline())
+
+
 def _is_cut(line: bytes) -> bool:
     """A line that is not JSON at all (a write cut short), as opposed to a wrong record."""
     try:
@@ -317,4 +327,5 @@ __all__ = [
     "encode_record",
     "iter_checkpoints",
     "read_archive",
+    "read_record",
 ]
