@@ -53,6 +53,7 @@ DIVERGENCE_ALERT = "LangGraphCheckpointDivergence"
 SCHEMA_ALERT = "LangGraphSchemaMismatch"
 GRAPH_ALERT = "LangGraphGraphChanged"
 CONCURRENT_ALERT = "LangGraphConcurrentWrites"
+WINDOW_ALERT = "LangGraphContextWindowNearlyFull"
 ALERTS = [
     "LangGraphCheckpointDivergence",
     "LangGraphCheckpointResumeStorm",
@@ -558,6 +559,11 @@ def test_divergence_alert_fires_in_a_live_prometheus(
             assert fired["labels"]["langgraph_graph_name"] == "LangGraph", fired
             assert fired["labels"]["job"] == JOB
             assert float(fired["value"]) == 1.0
+        # the context cliff: a new window-share series with puts above 0.9 of the window
+        near_full = poll(f"{WINDOW_ALERT} to be firing", firing(WINDOW_ALERT), deadline, proc)
+        assert near_full["labels"]["langgraph_saver"] == "InMemorySaver", near_full
+        assert near_full["labels"]["job"] == JOB
+        assert float(near_full["value"]) == 3.0  # nodes a, b, c: 39, 47 and 55 of 40 tokens
 
         # runs with one fork, one schema change, one graph change and one concurrent write
         # trip nothing else
@@ -566,7 +572,13 @@ def test_divergence_alert_fires_in_a_live_prometheus(
             for a in prometheus.api("alerts")["alerts"]
             if a["state"] == "firing"
         }
-        assert all_firing == {DIVERGENCE_ALERT, SCHEMA_ALERT, GRAPH_ALERT, CONCURRENT_ALERT}
+        assert all_firing == {
+            DIVERGENCE_ALERT,
+            SCHEMA_ALERT,
+            GRAPH_ALERT,
+            CONCURRENT_ALERT,
+            WINDOW_ALERT,
+        }
 
         # every rule evaluates without error against the real series
         def all_rules_evaluated() -> list[dict[str, Any]] | None:
