@@ -165,18 +165,64 @@ def test_apply_reclaims_the_plan_and_every_thread_resumes(store: Any, tmp_path: 
         assert state_hash(store, thread_id) == state_hash(copy, thread_id), thread_id
 
 
+STORED_SQL = {
+    "sqlite": (
+        "SELECT thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, type,"
+        " checkpoint, metadata FROM checkpoints ORDER BY 1, 2, 3",
+        "SELECT * FROM writes ORDER BY 1, 2, 3, 4, 6",
+    ),
+    "postgres": (
+        "SELECT thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, type,"
+        " checkpoint::text, metadata::text FROM checkpoints ORDER BY 1, 2, 3",
+        "SELECT * FROM checkpoint_blobs ORDER BY 1, 2, 3, 4",
+        "SELECT * FROM checkpoint_writes ORDER BY 1, 2, 3, 4, 5",
+    ),
+}
+
+
+def _stored(saver: Any) -> dict[str, Any]:
+    """Every row (SQLite, PostgreSQL) or key (Redis: JSON documents, registry sets with their
+    scores, pointers) the saver stores, as stored."""
+    kind = store_kind(saver)
+    if kind == "sqlite":
+        with saver.cursor(transaction=False) as cur:
+            return {sql: cur.execute(sql).fetchall() for sql in STORED_SQL["sqlite"]}
+    if kind == "postgres":
+        with saver._cursor() as cur:
+            found = {}
+            for sql in STORED_SQL["postgres"]:
+                cur.execute(sql)
+                found[sql] = cur.fetchall()
+            return found
+    client = saver._redis
+    documents: dict[str, Any] = {}
+    for key in client.scan_iter(count=1000):
+        name = key.decode() if isinstance(key, bytes) else str(key)
+        kind = client.type(name)
+        kind = kind.decode() if isinstance(kind, bytes) else kind
+        if kind == "ReJSON-RL":
+            documents[name] = client.json().get(name)
+        elif kind == "zset":
+            documents[name] = client.zrange(name, 0, -1, withscores=True)
+        elif kind == "string":
+            documents[name] = client.get(name)
+    return documents
+
+
 @pytest.mark.parametrize("store", STORES, indirect=True)
 @pytest.mark.parametrize("policy", [KEEP_2, IDLE], ids=["keep_last_2", "idle"])
 def test_restore_brings_back_every_removed_checkpoint(
     store: Any, policy: RetentionPolicy, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """After a restore `list()` reads every thread exactly as before the apply (ids, parents,
-    metadata, versions, values, pending writes); the latest is what `get_tuple` loads again; a
-    second restore changes nothing; the plan afterwards is the plan before. Records hold at
+    metadata, versions, values, pending writes), and every stored row or key is as it was; the
+    latest is what `get_tuple` loads again; a second restore changes nothing; the plan
+    afterwards is the plan before. Records hold at
     most 4 checkpoints here, so a thread is archived as several."""
     monkeypatch.setattr(apply_module, "RECORD_CHECKPOINTS", 4)
     ids = seed_threads(store, THREADS, seed=7)
     before = {t: history(store, t) for t in ids}
+    stored_before = _stored(store)
     latest = {t: store.get_tuple(config(t)).config for t in ids}
     plans = _plans(store, policy)
     result = apply_plans(store, plans, tmp_path / "archive.jsonl", policy=policy)
@@ -201,6 +247,8 @@ def test_restore_brings_back_every_removed_checkpoint(
     for thread_id in ids:
         assert history(store, thread_id) == before[thread_id], thread_id
         assert store.get_tuple(config(thread_id)).config == latest[thread_id], thread_id
+    # every row or key as it was stored, indexes, task paths and registry scores included
+    assert _stored(store) == stored_before
     again = restore_archive(store, tmp_path / "archive.jsonl")
     assert (again.checkpoints, again.writes) == (0, 0)
     assert again.already_present == result.checkpoints_removed

@@ -172,6 +172,40 @@ def exact_checkpoint(
     return {**checkpoint, "channel_values": kept}
 
 
+def stored_fields(
+    kind: str, store: Any, thread_id: str, ns: str, checkpoint_id: str
+) -> dict[str, Any]:
+    """Fields of the stored checkpoint that `put` and `put_writes` would write differently
+    (Redis: the `checkpoint_ts` `put` stamps with the clock when the id is not a ULID, as
+    LangGraph's are not, and `has_writes`, which `put` resets when a step's writes landed
+    before its checkpoint, hiding them from `get_tuple` and `list`)."""
+    if kind != "redis":
+        return {}
+    key = store._make_redis_checkpoint_key(thread_id, ns, checkpoint_id)
+    fields = {}
+    for name in REDIS_STORED_FIELDS:
+        found = store._redis.json().get(key, f"$.{name}")
+        if found:
+            fields[name] = found[0]
+    return fields
+
+
+REDIS_STORED_FIELDS = ("checkpoint_ts", "has_writes")
+"""RedisSaver checkpoint document fields an archive keeps as they were stored."""
+
+
+def set_stored_fields(
+    kind: str, store: Any, thread_id: str, ns: str, checkpoint_id: str, fields: Mapping[str, Any]
+) -> None:
+    """Set back what `stored_fields` read, after `put` wrote the checkpoint again."""
+    if kind != "redis":
+        return
+    key = store._make_redis_checkpoint_key(thread_id, ns, checkpoint_id)
+    for name in REDIS_STORED_FIELDS:
+        if name in fields:
+            store._redis.json().set(key, f"$.{name}", fields[name])
+
+
 # --- removing -----------------------------------------------------------------------------------
 
 
@@ -471,6 +505,7 @@ def ensure_redis_registry(store: Any) -> None:
 
 __all__ = [
     "POSTGRES_UNREFERENCED_BLOB_SQL",
+    "REDIS_STORED_FIELDS",
     "RawBlob",
     "RawWrite",
     "Removed",
@@ -484,5 +519,7 @@ __all__ = [
     "remove",
     "restore_blobs",
     "set_redis_pointers",
+    "set_stored_fields",
     "store_of",
+    "stored_fields",
 ]

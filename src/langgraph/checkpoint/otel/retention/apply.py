@@ -380,6 +380,7 @@ def _records(
                 stored_rows.exact_checkpoint(kind, store, thread_id, ns, cid, tup.checkpoint)
             ),
             metadata=serde.dumps_typed(dict(tup.metadata or {})),
+            stored=stored_rows.stored_fields(kind, store, thread_id, ns, cid),
             writes=tuple(
                 ArchivedWrite(task_id=t, task_path=p, idx=i, channel=c, value=(ty, v))
                 for t, p, i, c, ty, v in stored_rows.raw_writes(kind, store, thread_id, ns, cid)

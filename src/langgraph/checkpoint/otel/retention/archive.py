@@ -59,6 +59,9 @@ class ArchivedCheckpoint:
     checkpoint: Typed
     metadata: Typed
     writes: tuple[ArchivedWrite, ...] = ()
+    stored: Mapping[str, Any] = field(default_factory=dict)
+    """Store fields the saver's API does not carry (Redis: `checkpoint_ts`), set back after
+    `put`."""
 
 
 @dataclass(frozen=True)
@@ -129,6 +132,7 @@ def _body(record: ThreadRecord) -> dict[str, Any]:
                 "parent_id": c.parent_id,
                 "checkpoint": _typed(c.checkpoint),
                 "metadata": _typed(c.metadata),
+                **({"stored": dict(c.stored)} if c.stored else {}),
                 "writes": [
                     {
                         "task_id": w.task_id,
@@ -183,6 +187,7 @@ def decode_record(line: bytes | str) -> ThreadRecord:
                 parent_id=None if c["parent_id"] is None else str(c["parent_id"]),
                 checkpoint=_untyped(c["checkpoint"]),
                 metadata=_untyped(c["metadata"]),
+                stored=dict(c.get("stored") or {}),
                 writes=tuple(
                     ArchivedWrite(
                         task_id=str(w["task_id"]),

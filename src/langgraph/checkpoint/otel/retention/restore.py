@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import logging
 from collections import defaultdict
-from collections.abc import Collection
+from collections.abc import Collection, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -141,6 +141,9 @@ def restore_record(kind: str, store: Any, record: ThreadRecord) -> tuple[int, in
             continue
         _put(store, serde, thread_id, archived)
         writes += _put_writes(store, serde, config, archived.writes)
+        stored_rows.set_stored_fields(
+            kind, store, thread_id, archived.ns, archived.id, archived.stored
+        )
         checkpoints += 1
         restored[archived.ns].append(archived.id)
     stored_rows.restore_blobs(
@@ -175,24 +178,58 @@ def _put(store: Any, serde: Any, thread_id: str, archived: ArchivedCheckpoint) -
 def _put_writes(
     store: Any, serde: Any, config: dict[str, Any], writes: tuple[ArchivedWrite, ...]
 ) -> int:
-    """Put writes back in their archived order (the order the saver read them), a run of one
-    task's ordinary writes per call (their index is their place in it, as when first written),
-    each special write (error, interrupt, resume, scheduled: fixed indexes) on its own."""
-    batches: list[tuple[tuple[str, str, bool], list[ArchivedWrite]]] = []
-    for write in writes:
-        key = (write.task_id, write.task_path, write.channel in WRITES_IDX_MAP)
-        if batches and batches[-1][0] == key and not key[2]:
-            batches[-1][1].append(write)
-        else:
-            batches.append((key, [write]))
-    for (task_id, task_path, _), batch in batches:
+    """Put writes back as LangGraph first wrote them (see `write_calls`)."""
+    for task_id, task_path, call in write_calls(writes):
         store.put_writes(
             config,
-            [(w.channel, serde.loads_typed(w.value)) for w in batch],
+            [(w.channel, serde.loads_typed(w.value)) for w in call],
             task_id,
             task_path,
         )
     return len(writes)
 
 
-__all__ = ["RestoreResult", "restore_archive", "restore_record"]
+def write_calls(
+    writes: Sequence[ArchivedWrite],
+) -> list[tuple[str, str, list[ArchivedWrite]]]:
+    """The `put_writes` calls that store `writes` (in the order the saver read them) as they
+    are stored: (task id, task path, writes) in the order to make them.
+
+    A write's index is its place in its call, except for the special channels (error,
+    interrupt, resume, scheduled), whose indexes are fixed. So a task's ordinary writes go in
+    one call at their places, and a place no ordinary write holds (a resume written in the
+    same call, say) is filled by one of the task's special writes, the nearest before in read
+    order; the other special writes go alone. The calls are made in the order of their first
+    write as read (RedisSaver reads writes in the order they were written, and scores each
+    write-key registry entry by its place in its call)."""
+    by_task: dict[tuple[str, str], list[tuple[int, ArchivedWrite]]] = defaultdict(list)
+    for place, write in enumerate(writes):
+        by_task[(write.task_id, write.task_path)].append((place, write))
+    calls: list[tuple[int, tuple[str, str], list[ArchivedWrite]]] = []
+    for key, items in by_task.items():
+        ordinary = sorted((i for i in items if i[1].channel not in WRITES_IDX_MAP), key=_idx)
+        special = [i for i in items if i[1].channel in WRITES_IDX_MAP]
+        used: set[int] = set()
+        if ordinary:
+            slots = {w.idx: (place, w) for place, w in ordinary}
+            gaps = [i for i in range(max(slots) + 1) if i not in slots]
+            if min(slots) >= 0 and len(gaps) <= len(special):
+                first = min(place for place, _ in ordinary)
+                before = [i for i in special if i[0] < first][::-1]
+                fillers = sorted((before + [i for i in special if i[0] > first])[: len(gaps)])
+                slots.update(zip(gaps, fillers, strict=True))
+                used = {place for place, _ in fillers}
+                call = [slots[i] for i in range(len(slots))]
+            else:  # cannot be rebuilt: the order is kept, the indexes close up
+                call = ordinary
+            calls.append((min(place for place, _ in call), key, [w for _, w in call]))
+        calls += [(place, key, [w]) for place, w in special if place not in used]
+    calls.sort(key=lambda c: c[0])
+    return [(task_id, task_path, call) for _, (task_id, task_path), call in calls]
+
+
+def _idx(item: tuple[int, ArchivedWrite]) -> int:
+    return item[1].idx
+
+
+__all__ = ["RestoreResult", "restore_archive", "restore_record", "write_calls"]
