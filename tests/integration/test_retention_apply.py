@@ -239,8 +239,20 @@ def test_restore_brings_back_every_removed_checkpoint(
     assert max(len(r.checkpoints) for r in records) == 4
     assert len(records) > len({r.thread_id for r in records})
 
-    restored = restore_archive(store, tmp_path / "archive.jsonl")
+    spans = InMemorySpanExporter()
+    tracer_provider = TracerProvider()
+    tracer_provider.add_span_processor(SimpleSpanProcessor(spans))
+    telemetry = RetentionTelemetry(tracer_provider, MeterProvider())
 
+    restored = restore_archive(store, tmp_path / "archive.jsonl", telemetry=telemetry)
+
+    (restore_span,) = [
+        s for s in spans.get_finished_spans() if s.name == names.SPAN_RETENTION_APPLY
+    ]
+    assert restore_span.attributes is not None
+    assert restore_span.attributes[names.OPERATION] == "restore"
+    assert restore_span.attributes[names.RETENTION_CHECKPOINTS_RESTORED] == restored.checkpoints
+    assert restore_span.attributes[names.RETENTION_WRITES_RESTORED] == restored.writes
     assert restored.checkpoints == result.checkpoints_removed
     assert restored.writes == result.writes_removed
     assert restored.incomplete == 0
