@@ -28,7 +28,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import AbstractContextManager, contextmanager, nullcontext
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -186,7 +186,13 @@ def apply_plans(
     kind, store = found
     if kind == "redis":  # get_tuple and put_writes need the write-key registry setup() makes
         stored_rows.ensure_redis_registry(store)
-    todo = [p for p in plans if p.remove or p.remove_blobs]
+    # the plans that change something, without what only the report reads (kept reasons,
+    # sizes by namespace and channel): the apply span is given their number up front
+    todo = [
+        replace(p, kept={}, unproven={}, namespaces={}, channel_bytes={})
+        for p in plans
+        if p.remove or p.remove_blobs
+    ]
     result = ApplyResult(archive=Path(archive))
     step = on_step or (lambda _: None)
     span: AbstractContextManager[Any] = (
