@@ -503,3 +503,56 @@ def test_an_archive_that_cannot_be_written_stops_the_apply(store: Any, tmp_path:
             policy=KEEP_2,
         )
     assert {t: history(store, t) for t in ids} == before
+
+
+@pytest.mark.parametrize("store", STORES, indirect=True)
+def test_a_thread_written_all_through_the_apply_is_never_corrupted(
+    store: Any, tmp_path: Path
+) -> None:
+    """A writer keeps running turns on one thread from another Python thread for as long as
+    the apply runs: that thread is applied or skipped, never broken (its state is the copy's
+    after as many turns, every checkpoint gone from it is archived), the others are applied."""
+    ids = seed_threads(store, 6, seed=13)
+    copy = InMemorySaver()
+    seed_threads(copy, 6, seed=13)
+    busy = ids[0]
+    stored_before = _checkpoint_ids(store, busy)
+    plans = _plans(store, KEEP_2)
+    started, stop = threading.Event(), threading.Event()
+    turns: list[int] = []
+
+    def write() -> None:
+        app, n = graph(store, shape_of(busy)), 0
+        while n < 60 and (n < 1 or not stop.is_set()):
+            ask(app, busy, 200 + n)
+            n += 1
+            started.set()
+        turns.append(n)
+
+    writer = threading.Thread(target=write)
+    writer.start()
+    started.wait(30)
+    result = apply_plans(store, plans, tmp_path / "archive.jsonl", policy=KEEP_2)
+    stop.set()
+    writer.join()
+
+    outcomes = {o.thread_id: o.outcome for o in result.threads}
+    assert outcomes[busy] in (APPLIED, SKIPPED_WRITTEN)
+    assert [outcomes[t] for t in ids[1:]] == [APPLIED] * (len(ids) - 1)
+    copy_app = graph(copy, shape_of(busy))
+    for n in range(turns[0]):
+        ask(copy_app, busy, 200 + n)
+    assert state_hash(store, busy) == state_hash(copy, busy)
+    archived = {
+        (c.ns, c.id)
+        for r in read_archive(tmp_path / "archive.jsonl").records
+        for c in r.checkpoints
+    }
+    assert stored_before - _checkpoint_ids(store, busy) <= archived
+
+
+def _checkpoint_ids(saver: Any, thread_id: str) -> set[tuple[str, str]]:
+    return {
+        (t.config["configurable"]["checkpoint_ns"], t.config["configurable"]["checkpoint_id"])
+        for t in saver.list(config(thread_id))
+    }
