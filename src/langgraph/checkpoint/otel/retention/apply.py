@@ -316,27 +316,30 @@ def _apply_thread(
         }:
             changed = False  # written to after the removal: its state moved on by itself
             outcome.detail = "written to after the removal (state not compared)"
-    except Exception as exc:
+    except Exception as exc:  # removed and archived, but not verified: said, not failed
         outcome.detail = f"could not verify the latest state: {_why(exc)}"
+        logger.warning("retention: thread %s: %s", thread_id, outcome.detail)
         changed = False
     step("verified")
     if changed:
-        return _put_back(kind, store, [read_record(writer.path, o) for o in offsets], outcome, step)
+        return _put_back(kind, store, writer.path, offsets, outcome, step)
     return outcome
 
 
 def _put_back(
     kind: str,
     store: Any,
-    records: list[ThreadRecord],
+    archive: Path,
+    offsets: list[int],
     outcome: ThreadOutcome,
     step: Callable[[str], None],
 ) -> ThreadOutcome:
+    """Restore the thread from the records just written (at `offsets` of `archive`)."""
     from langgraph.checkpoint.otel.retention.restore import restore_record
 
     try:
-        for record in records:
-            restore_record(kind, store, record)
+        for offset in offsets:
+            restore_record(kind, store, read_record(archive, offset))
         detail = "its latest state changed when its checkpoints were removed: put back"
     except Exception as exc:
         detail = (
