@@ -429,11 +429,14 @@ def _redis_remove(
     client = store._redis
     pointers = {ns: _redis_pointer(store, thread_id, ns) for ns in expected}
     checkpoint_keys = [store._make_redis_checkpoint_key(thread_id, ns, cid) for ns, cid in refs]
-    write_keys = [k for ns, cid in refs for k in _redis_write_keys(store, thread_id, ns, cid)]
     registry_keys = [_redis_registry_key(thread_id, ns, cid) for ns, cid in refs]
     with client.pipeline(transaction=True) as pipe:
         try:
             pipe.watch(*pointers.values(), *checkpoint_keys)
+            # listed once watched: a later `put_writes` marks its checkpoint and aborts EXEC
+            write_keys = [
+                k for ns, cid in refs for k in _redis_write_keys(store, thread_id, ns, cid)
+            ]
             for ns, key in pointers.items():
                 target = _text(pipe.get(key))
                 if target != store._make_redis_checkpoint_key(thread_id, ns, expected[ns]):
