@@ -556,3 +556,61 @@ def _checkpoint_ids(saver: Any, thread_id: str) -> set[tuple[str, str]]:
         (t.config["configurable"]["checkpoint_ns"], t.config["configurable"]["checkpoint_id"])
         for t in saver.list(config(thread_id))
     }
+
+
+@pytest.mark.parametrize("store", STORES, indirect=True)
+def test_the_apply_streams_its_plans(
+    store: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The plans are read one at a time as the threads are applied (each thread is archived
+    before the next plan is read, across the scan's pages, with the store changing under the
+    scan); the apply span's thread count, set as it ends, is the threads that had something to
+    remove (not the thread with a single checkpoint); each thread reclaims its plan."""
+    from langgraph.checkpoint.base import empty_checkpoint
+
+    from langgraph.checkpoint.otel.retention import scan
+
+    monkeypatch.setattr(scan, "PAGE", 2)  # several pages of threads
+    ids = seed_threads(store, 5, seed=12)
+    single = "t12-2a-single"  # one checkpoint: its plan removes nothing
+    at = {"configurable": {"thread_id": single, "checkpoint_ns": ""}}
+    store.put(at, empty_checkpoint(), {"source": "input", "step": -1}, {})
+    consumed: list[ThreadPlan] = []
+    archived_after: list[int] = []
+
+    def stream() -> Iterator[ThreadPlan]:
+        for plan in plan_threads(store, KEEP_2, ALL, FAR):
+            consumed.append(plan)
+            yield plan
+
+    def on_step(name: str) -> None:
+        if name == "archived":
+            archived_after.append(len(consumed))
+
+    spans = InMemorySpanExporter()
+    tracer_provider = TracerProvider()
+    tracer_provider.add_span_processor(SimpleSpanProcessor(spans))
+    result = apply_plans(
+        store,
+        stream(),
+        tmp_path / "archive.jsonl",
+        policy=KEEP_2,
+        telemetry=RetentionTelemetry(tracer_provider, MeterProvider()),
+        on_step=on_step,
+    )
+
+    assert sorted(p.thread_id for p in consumed) == sorted([*ids, single])
+    changing = [n for n, p in enumerate(consumed, 1) if p.remove or p.remove_blobs]
+    assert len(changing) == len(ids)  # every seeded thread, not the single checkpoint
+    assert archived_after == changing  # thread n archived when n plans had been read
+    assert [o.thread_id for o in result.threads] == [consumed[n - 1].thread_id for n in changing]
+    for outcome in result.threads:
+        plan = next(p for p in consumed if p.thread_id == outcome.thread_id)
+        assert outcome.outcome == APPLIED, outcome
+        assert outcome.checkpoints_removed == len(plan.remove)
+        assert outcome.bytes_reclaimed == plan.reclaim_bytes
+    (apply_span,) = [s for s in spans.get_finished_spans() if s.name == names.SPAN_RETENTION_APPLY]
+    assert apply_span.attributes is not None
+    assert apply_span.attributes[names.RETENTION_THREADS] == len(ids)
+    assert apply_span.attributes[names.RETENTION_CHECKPOINTS_REMOVED] == result.checkpoints_removed
+    assert len(_checkpoint_ids(store, single)) == 1

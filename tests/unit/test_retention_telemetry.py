@@ -71,6 +71,37 @@ def test_an_apply_span_carries_its_policy_and_totals(otel: OTel) -> None:
     assert apply.status.status_code is StatusCode.UNSET
 
 
+def test_a_streaming_apply_sets_its_thread_count_as_it_ends(otel: OTel) -> None:
+    """Without `threads=` (an apply streaming its plans) the span starts without a count and
+    ends with the number of threads traced, the failed one included."""
+    with telemetry(otel).apply(policy=POLICY, saver="SqliteSaver", archive=None) as report:
+        for thread_id in ("t-1", "t-2"):
+            with report.thread(thread_id) as thread:
+                thread.applied(
+                    checkpoints_removed=2, writes_removed=1, bytes_reclaimed=10, checkpoints_kept=5
+                )
+        with pytest.raises(OSError), report.thread("t-3"):
+            raise OSError("disk full")
+        assert report.total_attributes()[names.RETENTION_THREADS] == 3
+    (apply,) = by_name(otel, names.SPAN_RETENTION_APPLY)
+    attributes = dict(apply.attributes or {})
+    assert attributes[names.RETENTION_THREADS] == 3
+    assert attributes[names.RETENTION_CHECKPOINTS_REMOVED] == 4
+
+
+def test_a_thread_count_given_up_front_is_kept(otel: OTel) -> None:
+    """`threads=` as before: recorded as given, not replaced by the threads traced."""
+    with (
+        telemetry(otel).apply(
+            policy=POLICY, threads=5, saver="SqliteSaver", archive=None
+        ) as report,
+        report.thread("t-1") as thread,
+    ):
+        thread.skipped("written")
+    (apply,) = by_name(otel, names.SPAN_RETENTION_APPLY)
+    assert dict(apply.attributes or {})[names.RETENTION_THREADS] == 5
+
+
 def test_each_thread_is_a_child_span_with_its_outcome(otel: OTel) -> None:
     run_apply(otel)
     (apply,) = by_name(otel, names.SPAN_RETENTION_APPLY)

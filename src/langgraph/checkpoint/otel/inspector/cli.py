@@ -566,7 +566,9 @@ def retention_command(
         if sources.saver is None:
             raise SourceError("retention needs a saver (sqlite:///..., postgresql://..., ...)")
         saver = sources.saver
-        with _counting_progress("planning threads") as advance:
+        with _counting_progress("applying" if apply else "planning threads") as advance:
+            # a generator: with --apply each thread is planned, summarised (top K only) and
+            # applied before the next is read, in memory bounded by a page of threads
             plans = summary.watch(plan_threads(saver, policy, query, now, advance))
             if not apply:
                 for _ in plans:

@@ -21,6 +21,11 @@ A process killed at any point leaves the thread as it was (before `deleted`) or 
 (after), and the archive holds every removed checkpoint: the record is durable before the
 transaction starts. Running the apply again finishes the job (checkpoints already gone are
 not archived twice; a thread whose plan is now empty reports `nothing`).
+
+The plans are consumed one at a time as the threads are applied (`retention.scan.plan_threads`
+is a generator, paged): memory holds one plan and one archive record, plus one small
+`ThreadOutcome` per thread changed, whatever the number of threads. The apply span's thread
+count is therefore set as it ends.
 """
 
 from __future__ import annotations
@@ -28,7 +33,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import AbstractContextManager, contextmanager, nullcontext
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -85,13 +90,19 @@ class Telemetry(Protocol):
     """What apply and restore need of `retention.telemetry.RetentionTelemetry`."""
 
     def apply(
-        self, *, policy: str, threads: int, saver: str, archive: str | None, operation: str = ...
+        self,
+        *,
+        policy: str,
+        threads: int | None = ...,
+        saver: str,
+        archive: str | None,
+        operation: str = ...,
     ) -> AbstractContextManager[_ApplySpan]: ...
 
 
-@dataclass
+@dataclass(slots=True)
 class ThreadOutcome:
-    """What the apply did to one thread."""
+    """What the apply did to one thread (slotted: an apply keeps one per thread changed)."""
 
     thread_id: str
     outcome: str
@@ -165,7 +176,8 @@ def apply_plans(
     Args:
         saver: The (bare) saver the plans were made from: `SqliteSaver`, `PostgresSaver` or
             `RedisSaver` (or one delegating to them).
-        plans: The plans (`retention.scan.plan_threads`); plans removing nothing are skipped.
+        plans: The plans (`retention.scan.plan_threads`), consumed one at a time as the
+            threads are applied (none is kept); plans removing nothing are skipped.
         archive: The archive file, created or appended to (see `retention.archive`).
         policy: The policy the plans come from (recorded on the apply span).
         telemetry: Spans and counters (`RetentionTelemetry`); None: none.
@@ -186,19 +198,13 @@ def apply_plans(
     kind, store = found
     if kind == "redis":  # get_tuple and put_writes need the write-key registry setup() makes
         stored_rows.ensure_redis_registry(store)
-    # the plans that change something, without what only the report reads (kept reasons,
-    # sizes by namespace and channel): the apply span is given their number up front
-    todo = [
-        replace(p, kept={}, unproven={}, namespaces={}, channel_bytes={})
-        for p in plans
-        if p.remove or p.remove_blobs
-    ]
     result = ApplyResult(archive=Path(archive))
     step = on_step or (lambda _: None)
+    # the plans stream through (a list of them would grow with the store): the apply span's
+    # thread count (the threads with something to remove) is set as it ends
     span: AbstractContextManager[Any] = (
         telemetry.apply(
             policy=policy_text(policy),
-            threads=len(todo),
             saver=type(store).__name__,
             archive=str(archive),
         )
@@ -206,7 +212,7 @@ def apply_plans(
         else nullcontext(None)
     )
     try:
-        _apply_all(kind, store, todo, Path(archive), span, step, result)
+        _apply_all(kind, store, plans, Path(archive), span, step, result)
     except ArchiveError as exc:  # the archive cannot be written: stop before removing more
         done = sum(1 for t in result.threads if t.outcome == APPLIED)
         raise ApplyError(f"{exc}; stopped after {done} threads applied") from None
@@ -216,14 +222,16 @@ def apply_plans(
 def _apply_all(
     kind: str,
     store: Any,
-    todo: list[ThreadPlan],
+    plans: Iterable[ThreadPlan],
     archive: Path,
     span: AbstractContextManager[Any],
     step: Callable[[str], None],
     result: ApplyResult,
 ) -> None:
     with ArchiveWriter(archive) as writer, span as report:
-        for plan in todo:
+        for plan in plans:
+            if not (plan.remove or plan.remove_blobs):
+                continue
             with _thread_span(report, plan.thread_id) as thread_span:
                 outcome = _apply_thread(kind, store, plan, writer, step)
                 result.threads.append(outcome)

@@ -1,8 +1,9 @@
 """Spans and counters for `langgraph-otel retention --apply` and `restore` (content-free).
 
-One `langgraph.retention.apply` span per apply or restore (its policy, threads planned and, as
-it ends, its totals) with one `langgraph.retention.thread` child per thread (its outcome and
-what was removed, reclaimed and kept, or restored). The counters
+One `langgraph.retention.apply` span per apply or restore (its policy and, as it ends, its
+totals and, unless given up front, the number of threads it traced) with one
+`langgraph.retention.thread` child per thread (its outcome and what was removed, reclaimed and
+kept, or restored). The counters
 `langgraph.checkpoint.retention.checkpoints_removed` and `langgraph.checkpoint.retention.reclaimed`
 (the same ones LangGraph's own `prune` adds to through the wrapper) grow as each thread is
 applied, with `langgraph.retention.by` = `apply`.
@@ -58,6 +59,7 @@ def _guard(where: str, fn: Callable[P, T], *args: P.args, **kwargs: P.kwargs) ->
 class _Totals:
     """What the threads of one apply reported, summed for the apply span."""
 
+    threads: int = 0
     skipped: int = 0
     failed: int = 0
     checkpoints_removed: int = 0
@@ -96,7 +98,7 @@ class RetentionTelemetry:
         self,
         *,
         policy: str,
-        threads: int,
+        threads: int | None = None,
         saver: str,
         archive: str | os.PathLike[str] | None,
         operation: str = "apply",
@@ -105,7 +107,9 @@ class RetentionTelemetry:
 
         Args:
             policy: The policy as text (`policy_text`).
-            threads: Threads the apply plans to change (or the restore to put back).
+            threads: Threads the apply plans to change (or the restore to put back), when
+                known up front; None (an apply streaming its plans): the number of threads
+                traced (`ApplyReport.thread`), set as the span ends.
             saver: The saver's class name.
             archive: The archive file; only its name is recorded.
             operation: `apply` or `restore` (`langgraph.operation`).
@@ -117,10 +121,11 @@ class RetentionTelemetry:
         """
         attributes: dict[str, AttributeValue] = {
             names.RETENTION_POLICY: bounded_text(policy),
-            names.RETENTION_THREADS: threads,
             names.SAVER: bounded_text(saver),
             names.OPERATION: operation,
         }
+        if threads is not None:
+            attributes[names.RETENTION_THREADS] = threads
         if archive is not None:
             attributes[names.RETENTION_ARCHIVE] = bounded_text(Path(archive).name)
         span = self._start(names.SPAN_RETENTION_APPLY, attributes, None)
@@ -128,7 +133,7 @@ class RetentionTelemetry:
         if span is not None:
             token = _guard("attach context", otel_context.attach, trace.set_span_in_context(span))
         by = BY_APPLY if operation == BY_APPLY else None
-        report = ApplyReport(self, span, saver, by)
+        report = ApplyReport(self, span, saver, by, count_threads=threads is None)
         try:
             yield report
         except BaseException as exc:
@@ -170,12 +175,19 @@ class ApplyReport:
     """One apply in progress: a thread span per thread (`thread`), totals for the apply."""
 
     def __init__(
-        self, telemetry: RetentionTelemetry, span: Span | None, saver: str, by: str | None
+        self,
+        telemetry: RetentionTelemetry,
+        span: Span | None,
+        saver: str,
+        by: str | None,
+        *,
+        count_threads: bool = False,
     ) -> None:
         self._telemetry = telemetry
         self._span = span
         self._saver = saver
         self._by = by
+        self._count_threads = count_threads
         self.totals = _Totals()
 
     @contextmanager
@@ -186,6 +198,8 @@ class ApplyReport:
             The thread's report: call `applied`, `skipped`, `failed` or `restored` once. An
             exception of the block marks the thread `failed` (`error.type`) and propagates.
         """
+        with self.totals.lock:
+            self.totals.threads += 1
         span = self._telemetry._start(
             names.SPAN_RETENTION_THREAD, {names.THREAD_ID: bounded_text(thread_id)}, self._span
         )
@@ -202,15 +216,21 @@ class ApplyReport:
             _end(span, report.attributes, None, report.error_type)
 
     def total_attributes(self) -> dict[str, AttributeValue]:
-        """The apply span's totals so far."""
+        """The apply span's totals so far (with the threads traced when their number was not
+        given up front)."""
         totals = self.totals
         with totals.lock:
+            found: dict[str, AttributeValue] = (
+                {names.RETENTION_THREADS: totals.threads} if self._count_threads else {}
+            )
             if self._by is None:  # a restore
                 return {
+                    **found,
                     names.RETENTION_CHECKPOINTS_RESTORED: totals.checkpoints_restored,
                     names.RETENTION_WRITES_RESTORED: totals.writes_restored,
                 }
             return {
+                **found,
                 names.RETENTION_THREADS_SKIPPED: totals.skipped,
                 names.RETENTION_CHECKPOINTS_REMOVED: totals.checkpoints_removed,
                 names.RETENTION_WRITES_REMOVED: totals.writes_removed,
