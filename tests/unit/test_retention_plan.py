@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -19,6 +20,8 @@ from langgraph.checkpoint.otel.analysis.retention import (
     parse_policy,
     plan_thread,
     policy_text,
+    split_values,
+    stored_channel_sizes,
 )
 
 NOW = datetime(2026, 12, 1, tzinfo=UTC)
@@ -247,8 +250,69 @@ def test_where_the_bytes_are() -> None:
     rows += chain([8.5], ns="inner", size=7, writes_bytes=0)
     plan = plan_thread(rows, RetentionPolicy(), NOW)
     assert plan.namespaces == {"": 220, "inner": 7}
-    assert plan.channel_bytes == {"messages": 20}
+    assert plan.write_bytes == {"messages": 20}
     assert plan.latest == {"": rows[1].ref.checkpoint_id, "inner": rows[2].ref.checkpoint_id}
+
+
+def _rows_sum(plan: object) -> int:
+    p: Any = plan
+    return (
+        sum(p.channel_bytes.values())
+        + sum(p.write_bytes.values())
+        + p.values_not_broken_down
+        + p.checkpoint_overhead
+    )
+
+
+def test_inline_values_are_counted_by_channel_and_the_rows_sum_to_the_bytes() -> None:
+    rows = chain(
+        [9, 8],
+        size=100,
+        values_by_channel=(("messages", 80), ("n", 5)),
+        writes_by_channel=(("messages", 10),),
+    )
+    plan = plan_thread(rows, RetentionPolicy(), NOW)
+    assert plan.channel_bytes == {"messages": 160, "n": 10}
+    assert plan.write_bytes == {"messages": 20}
+    assert plan.checkpoint_overhead == 2 * (100 - 85)
+    assert _rows_sum(plan) == plan.bytes
+
+
+def test_values_without_stored_sizes_are_not_broken_down_not_lost() -> None:
+    wrapped = chain([9], size=100, writes_bytes=0, values_by_channel=(("messages", 90),))
+    bare = row(cid(8, 1), wrapped[0].ref.checkpoint_id, writes_bytes=0, values_not_broken_down=95)
+    plan = plan_thread([*wrapped, bare], RetentionPolicy(), NOW)
+    assert plan.channel_bytes == {"messages": 90}
+    assert plan.values_not_broken_down == 95
+    assert plan.checkpoint_overhead == 10 + 5
+    assert _rows_sum(plan) == plan.bytes
+
+
+def test_blobs_count_as_channel_values() -> None:
+    blob = BlobRef(T, "", "messages", "1", bytes=1000)
+    rows = chain([9], writes_bytes=0, blobs=frozenset({blob}), values_by_channel=(("n", 4),))
+    plan = plan_thread(rows, RetentionPolicy(), NOW)
+    assert plan.channel_bytes == {"messages": 1000, "n": 4}
+    assert _rows_sum(plan) == plan.bytes
+
+
+def test_split_values_is_proportional_and_exact() -> None:
+    split = dict(split_values([("messages", 3725), ("approved", 1), ("empty", 0)], 6656))
+    assert sum(split.values()) == 6656 and "empty" not in split
+    assert split["messages"] > 6600 and split["approved"] in (1, 2)
+    assert split_values([("a", 0)], 500) == () and split_values([("a", 5)], 0) == ()
+
+
+def test_stored_channel_sizes_read_the_wrappers_metadata_and_drop_malformed_entries() -> None:
+    metadata = {
+        "otel": {
+            "v": 2,
+            "channels": {"m": ["h", 12], "bad": ["h", -1], "flag": ["h", True], "x": "y"},
+        }
+    }
+    assert stored_channel_sizes(metadata) == [("m", 12)]
+    assert stored_channel_sizes({"source": "loop"}) is None
+    assert stored_channel_sizes({"otel": "user's own"}) is None
 
 
 def test_no_rule_removes_nothing() -> None:

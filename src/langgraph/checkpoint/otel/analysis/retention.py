@@ -17,6 +17,7 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
+from langgraph.checkpoint.otel import names
 from langgraph.checkpoint.otel._langgraph.namespaces import (
     NAMESPACE_SEPARATOR,
     TASK_SEPARATOR,
@@ -94,6 +95,14 @@ class StoredCheckpoint:
     whose task ran the call (the metadata's `parents`). The call's checkpoints go with it."""
     writes_by_channel: tuple[tuple[str, int], ...] = ()
     """Its writes' bytes by channel (for where the bytes are; sums to `writes_bytes`)."""
+    values_by_channel: tuple[tuple[str, int], ...] = ()
+    """The part of `bytes` holding channel values stored inside the checkpoint, by channel
+    (exact on PostgreSQL; elsewhere the checkpoint's share split by the sizes the wrapper
+    stored, see `retention.scan`)."""
+    values_not_broken_down: int = 0
+    """The part of `bytes` holding channel values the scan cannot split by channel (a
+    checkpoint written without the wrapper's stored channel sizes). The rest of `bytes`, past
+    this and `values_by_channel`, is the checkpoint's metadata and bookkeeping."""
 
 
 @dataclass(frozen=True)
@@ -133,8 +142,15 @@ class ThreadPlan:
     namespaces: dict[str, int] = field(default_factory=dict)
     """Stored bytes by namespace (checkpoints, writes, blobs)."""
     channel_bytes: dict[str, int] = field(default_factory=dict)
-    """Bytes by channel where the store tells them apart: writes, and blobs (PostgreSQL,
-    Redis); values stored inside the checkpoint (SQLite) are not split by channel."""
+    """Channel values by channel: blobs (PostgreSQL) and values stored inside checkpoints
+    (`StoredCheckpoint.values_by_channel`)."""
+    write_bytes: dict[str, int] = field(default_factory=dict)
+    """Pending writes by channel."""
+    values_not_broken_down: int = 0
+    """Channel values of checkpoints the scan cannot split by channel."""
+    checkpoint_overhead: int = 0
+    """The rest of the checkpoints' bytes: metadata and bookkeeping (ids, versions). With
+    `channel_bytes`, `write_bytes` and `values_not_broken_down` it sums to `bytes`."""
     oldest: str | None = None
     """The oldest checkpoint id of the thread (its age)."""
     last: str | None = None
@@ -208,6 +224,44 @@ def policy_text(policy: RetentionPolicy) -> str:
     if policy.idle_longer_than is not None:
         parts.append(f"idle_longer_than={duration_text(policy.idle_longer_than)}")
     return " ".join(parts) or "none"
+
+
+def stored_channel_sizes(metadata: Mapping[str, Any] | None) -> list[tuple[str, int]] | None:
+    """The `[hash, size_bytes]` sizes the wrapper stored for each channel of a checkpoint
+    (`names.METADATA_KEY`, every format), sorted by channel; None when none were stored.
+    Malformed entries are left out."""
+    value = metadata.get(names.METADATA_KEY) if isinstance(metadata, Mapping) else None
+    channels = value.get(names.META_CHANNELS) if isinstance(value, Mapping) else None
+    if not isinstance(channels, Mapping):
+        return None
+    return sorted(
+        (name, pair[1])
+        for name, pair in channels.items()
+        if isinstance(name, str)
+        and isinstance(pair, list | tuple)
+        and len(pair) == 2
+        and type(pair[1]) is int
+        and pair[1] >= 0
+    )
+
+
+def split_values(sizes: Iterable[tuple[str, int]], stored: int) -> tuple[tuple[str, int], ...]:
+    """`stored` bytes split among channels in proportion to `sizes` (whole bytes, summing to
+    `stored` exactly; nothing when the sizes sum to 0). Channels of size 0 are left out."""
+    pairs = [(channel, size) for channel, size in sizes if size > 0]
+    if len(pairs) == 1 and stored > 0:
+        return ((pairs[0][0], stored),)
+    total = sum([size for _, size in pairs])
+    if total <= 0 or stored <= 0:
+        return ()
+    out = []
+    seen = given = 0
+    for channel, size in pairs:
+        seen += size
+        upto = stored * seen // total
+        out.append((channel, upto - given))
+        given = upto
+    return tuple(out)
 
 
 def is_call_namespace(namespace: str) -> bool:
@@ -380,14 +434,21 @@ def _finish(
     blob_sizes: dict[BlobRef, int] = {}
     namespaces: dict[str, int] = {}
     channels: dict[str, int] = {}
-    total = reclaim = reclaim_writes = 0
+    writes: dict[str, int] = {}
+    total = reclaim = reclaim_writes = not_broken_down = overhead = 0
     for row in rows:
         own = row.bytes + row.writes_bytes
         total += own
         ns = row.ref.checkpoint_ns
         namespaces[ns] = namespaces.get(ns, 0) + own
         for channel, size in row.writes_by_channel:
+            writes[channel] = writes.get(channel, 0) + size
+        inline = 0
+        for channel, size in row.values_by_channel:
             channels[channel] = channels.get(channel, 0) + size
+            inline += size
+        not_broken_down += row.values_not_broken_down
+        overhead += row.bytes - inline - row.values_not_broken_down
         for blob in row.blobs:
             blob_sizes.setdefault(blob, blob.bytes)
         if row.ref in removed:
@@ -421,6 +482,9 @@ def _finish(
         unproven=unproven,
         namespaces=namespaces,
         channel_bytes=channels,
+        write_bytes=writes,
+        values_not_broken_down=not_broken_down,
+        checkpoint_overhead=overhead,
         oldest=min(ids),
         last=max(ids),
     )

@@ -412,8 +412,19 @@ class Retention(BaseModel):
     removing: list[RetentionThread]
     """The top threads by bytes the policy reclaims."""
     channels: list[RetentionSize]
-    """The heaviest channels, where the store tells them apart (writes everywhere; blobs on
-    PostgreSQL and Redis; values inside SQLite's checkpoints are not split by channel)."""
+    """The heaviest channels by stored values: blobs (PostgreSQL) and values inside the
+    checkpoints (PostgreSQL: measured; SQLite, Redis, other savers: each checkpoint's bytes
+    split in proportion to the channel sizes the wrapper stored in its metadata, an
+    estimate). With `writes`, `values_not_broken_down` and `checkpoint_overhead` (all rows)
+    they sum to `bytes`."""
+    writes: list[RetentionSize] = Field(default_factory=list)
+    """The heaviest channels by pending writes."""
+    values_not_broken_down: RetentionSize | None = None
+    """Values of checkpoints stored without the wrapper's channel sizes (written without the
+    wrapper, or with nothing recording): not split by channel."""
+    checkpoint_overhead: RetentionSize | None = None
+    """The rest of the checkpoints' bytes: their metadata, and (PostgreSQL) ids and
+    versions."""
     namespaces: list[RetentionSize]
     """Stored bytes by namespace, subgraph calls grouped by graph (`""` is the root graph)."""
     idle: list[RetentionIdle]

@@ -24,6 +24,22 @@ of each write's value. Row overhead, indexes and space a database hands back onl
 are not counted: a plan's `bytes` is what `stored_bytes.thread_bytes` reports for the thread,
 and its `reclaim_bytes` what that figure drops by when the plan is applied.
 
+Where the bytes are, by channel (`StoredCheckpoint.values_by_channel`; a plan's rows of
+values, pending writes, values not broken down and checkpoint overhead sum to its `bytes`):
+pending writes by their channel on every store; PostgreSQL blobs by their channel, and its
+values stored inline in the checkpoint (`checkpoint -> 'channel_values'`) measured one by one
+(`pg_column_size` of each `jsonb_each` value, scaled down to the checkpoint's own size when
+they add up to more). Where values live inside the checkpoint (SQLite's msgpack, Redis's JSON
+document, a `list()` saver's checkpoint) the store cannot tell them apart without reading
+them: the checkpoint's own bytes (without its metadata) are split among its channels in
+proportion to the sizes the wrapper stored in its metadata (`otel.channels`, the canonical
+encoding's size: an estimate, here scaled to what is stored; ids and versions are folded in
+pro rata). SQLite extracts those sizes in the page query (`json_extract`, sharing SQLite's
+parse of the metadata with the other columns). A checkpoint without them (written without
+the wrapper, or with nothing recording) counts its bytes as values not broken down. The
+rest of a checkpoint's bytes (its metadata; on PostgreSQL also ids and versions) is its
+overhead.
+
 A thread's rows carry interrupts (an `__interrupt__` write and no `__resume__`), delta channels
 (the metadata's `counters_since_delta_snapshot` channels that have a version and no value in the
 checkpoint), the checkpoint a subgraph call's namespace was started by (the metadata's
@@ -42,6 +58,7 @@ from typing import Any
 import ormsgpack
 from langgraph.checkpoint.base import BaseCheckpointSaver
 
+from langgraph.checkpoint.otel import names
 from langgraph.checkpoint.otel._langgraph.formats import (
     DELTA_COUNTERS_KEY,
     RESUME_CHANNEL,
@@ -63,6 +80,8 @@ from langgraph.checkpoint.otel.analysis.retention import (
     ThreadPlan,
     is_call_namespace,
     plan_thread,
+    split_values,
+    stored_channel_sizes,
 )
 from langgraph.checkpoint.otel.inspector.thread_list import (
     ThreadQuery,
@@ -180,6 +199,7 @@ def _row(
     blobs: frozenset[BlobRef] = frozenset(),
     delta: frozenset[str] = frozenset(),
     references: frozenset[CheckpointRef] = frozenset(),
+    inline: tuple[tuple[tuple[str, int], ...], int] = ((), 0),
 ) -> StoredCheckpoint:
     writes = writes or _Writes()
     source = metadata.get("source") if metadata is not None else None
@@ -200,7 +220,21 @@ def _row(
         if metadata is None
         else _started_by(ref.thread_id, ref.checkpoint_ns, metadata),
         writes_by_channel=tuple(sorted(channels.items())),
+        values_by_channel=inline[0],
+        values_not_broken_down=inline[1],
     )
+
+
+def _inline(
+    sizes: Sequence[tuple[str, int]] | None, stored: int
+) -> tuple[tuple[tuple[str, int], ...], int]:
+    """(values by channel, values not broken down) of a checkpoint whose values take `stored`
+    bytes (its own, without the metadata): split in proportion to the sizes the wrapper
+    stored (`[hash, size]` per channel, its canonical encoding: an estimate of the stored
+    size, scaled here to what is stored), or, without them, all not broken down."""
+    if sizes is None:
+        return (), max(stored, 0)
+    return split_values(sizes, stored), 0
 
 
 def _msgpack_keys(kind: str | None, blob: bytes | None) -> tuple[list[str], list[str]] | None:
@@ -323,7 +357,12 @@ class _SqliteScan(_SqlScan):
             f"CASE WHEN json_valid({meta}) AND {delta_key} "
             f"THEN json_extract({meta}, '$.{DELTA_COUNTERS_KEY}') END, "
             f"CASE WHEN json_valid({meta}) AND {delta_key} THEN type END, "
-            f"CASE WHEN json_valid({meta}) AND {delta_key} THEN checkpoint END "
+            f"CASE WHEN json_valid({meta}) AND {delta_key} THEN checkpoint END, "
+            "coalesce(length(CAST(checkpoint AS BLOB)), 0), "
+            # the channel sizes the wrapper stored (`{channel: [hash, size]}`, extracted by
+            # SQLite from the metadata it parsed once for every column here)
+            f"CASE WHEN json_valid({meta}) AND json_type({meta}, '{SIZES_PATH}') = 'object' "
+            f"THEN json_extract({meta}, '{SIZES_PATH}') END "
             f"FROM checkpoints WHERE {self.among}"
         )
         writes = self.writes(ids, "writes", SQLITE_WRITE_BYTES)
@@ -341,6 +380,8 @@ class _SqliteScan(_SqlScan):
             counters,
             kind,
             blob,
+            checkpoint_size,
+            stored_sizes,
         ) in self.fetch(sql, self.among_params(ids)):
             if thread_id not in wanted:
                 continue
@@ -369,9 +410,37 @@ class _SqliteScan(_SqlScan):
                     writes.get(_key(ref)),
                     why=why,
                     delta=delta,
+                    inline=_inline(
+                        _sizes_json(stored_sizes),
+                        int(checkpoint_size or 0),
+                    ),
                 )
             )
         return threads
+
+
+def _measured(sizes: Sequence[tuple[str, int]], stored: int) -> tuple[tuple[str, int], ...]:
+    """Values measured one by one, scaled down to `stored` (the checkpoint's own size) when
+    they add up to more (compression, headers)."""
+    found = tuple(sorted((channel, size) for channel, size in sizes if size > 0))
+    if sum(size for _, size in found) <= stored:
+        return found
+    return split_values(found, stored)
+
+
+SIZES_PATH = f"$.{names.METADATA_KEY}.{names.META_CHANNELS}"
+
+
+def _sizes_json(text: str | None) -> list[tuple[str, int]] | None:
+    """(channel, size) of the stored `{channel: [hash, size]}` (malformed entries left out)."""
+    if text is None:
+        return None
+    channels = json.loads(text)
+    return [
+        (channel, pair[1])
+        for channel, pair in channels.items()
+        if type(pair) is list and len(pair) == 2 and type(pair[1]) is int
+    ]
 
 
 def _key(ref: CheckpointRef) -> tuple[str, str, str]:
@@ -404,8 +473,16 @@ SELECT c.thread_id, c.checkpoint_ns, c.checkpoint_id, c.parent_checkpoint_id,
         AND EXISTS (SELECT 1 FROM checkpoint_writes w WHERE w.thread_id = c.thread_id
             AND w.checkpoint_ns = c.checkpoint_ns AND w.checkpoint_id = c.parent_checkpoint_id
             AND w.channel = '{TASKS_CHANNEL}')
-        THEN c.parent_checkpoint_id END AS sends_parent
+        THEN c.parent_checkpoint_id END AS sends_parent,
+    coalesce(pg_column_size(c.checkpoint), 0) AS checkpoint_size
 FROM checkpoints c WHERE c.thread_id = ANY(%s)
+"""
+        # the values stored inline (primitives; the others are blobs), each measured alone
+        inline_sql = """
+SELECT c.thread_id, c.checkpoint_ns, c.checkpoint_id, v.key, pg_column_size(v.value)
+FROM checkpoints c, jsonb_each(CASE WHEN jsonb_typeof(c.checkpoint -> 'channel_values')
+    = 'object' THEN c.checkpoint -> 'channel_values' END) AS v
+WHERE c.thread_id = ANY(%s)
 """
         blobs_sql = f"""
 SELECT thread_id, checkpoint_ns, channel, version, {POSTGRES_BLOB_BYTES} AS size
@@ -416,10 +493,22 @@ FROM checkpoint_blobs WHERE thread_id = ANY(%s)
             (str(t), str(ns), str(ch), str(v)): int(size or 0)
             for t, ns, ch, v, size in self.fetch(blobs_sql, [ids])
         }
+        inline: dict[tuple[str, str, str], list[tuple[str, int]]] = defaultdict(list)
+        for thread_id, ns, cid, channel, inline_size in self.fetch(inline_sql, [ids]):
+            inline[(str(thread_id), str(ns), str(cid))].append((str(channel), int(inline_size)))
         threads: dict[str, list[StoredCheckpoint]] = defaultdict(list)
-        for thread_id, ns, cid, parent, raw, size, values, versions, sends in self.fetch(
-            rows_sql, [ids]
-        ):
+        for (
+            thread_id,
+            ns,
+            cid,
+            parent,
+            raw,
+            size,
+            values,
+            versions,
+            sends,
+            checkpoint_size,
+        ) in self.fetch(rows_sql, [ids]):
             ref = CheckpointRef(str(thread_id), str(ns), str(cid))
             metadata, why = _metadata(raw)
             versions = versions if isinstance(versions, Mapping) else {}
@@ -446,6 +535,7 @@ FROM checkpoint_blobs WHERE thread_id = ANY(%s)
                     blobs=blobs,
                     delta=delta,
                     references=references,
+                    inline=(_measured(inline.get(_key(ref), ()), int(checkpoint_size or 0)), 0),
                 )
             )
         return threads
@@ -530,15 +620,26 @@ def _redis_thread(saver: Any, thread_id: str) -> list[StoredCheckpoint]:
                 why = "a delta-channel checkpoint whose channels cannot be read"
             else:
                 delta = _delta_channels(metadata, *keys_found)
+        size = sizes.get(doc["id"], 0)
+        raw = doc.get("$.metadata")
+        # the document's bytes past its metadata (as JSON text): its values, ids and versions
+        meta_size = len(
+            raw.encode()
+            if isinstance(raw, str)
+            else bytes(raw)
+            if isinstance(raw, bytes | bytearray)
+            else json.dumps(raw, default=str).encode()
+        )
         rows.append(
             _row(
                 ref,
                 str(parent) or None,
                 metadata,
-                sizes.get(doc["id"], 0),
+                size,
                 found,
                 why=why,
                 delta=delta,
+                inline=_inline(stored_channel_sizes(metadata), max(size - meta_size, 0)),
             )
         )
     return rows
@@ -584,11 +685,11 @@ def _listed_thread(saver: BaseCheckpointSaver[Any], thread_id: str) -> list[Stor
         metadata = dict(tup.metadata or {})
         why = None
         try:
-            size = len(serde.dumps_typed(tup.checkpoint)[1]) + len(
-                json.dumps(metadata, default=str).encode()
-            )
+            checkpoint_size = len(serde.dumps_typed(tup.checkpoint)[1])
+            size = checkpoint_size + len(json.dumps(metadata, default=str).encode())
         except Exception:  # a value the serde cannot write back: size unknown
-            size, why = 0, "its checkpoint cannot be measured through the saver's serde"
+            size, checkpoint_size = 0, 0
+            why = "its checkpoint cannot be measured through the saver's serde"
         writes = _Writes()
         for _, channel, value in tup.pending_writes or ():
             try:
@@ -602,7 +703,16 @@ def _listed_thread(saver: BaseCheckpointSaver[Any], thread_id: str) -> list[Stor
             tup.checkpoint.get("channel_values") or {},
         )
         rows.append(
-            _row(ref, str(parent) if parent else None, metadata, size, writes, why=why, delta=delta)
+            _row(
+                ref,
+                str(parent) if parent else None,
+                metadata,
+                size,
+                writes,
+                why=why,
+                delta=delta,
+                inline=_inline(stored_channel_sizes(metadata), checkpoint_size),
+            )
         )
     return rows
 

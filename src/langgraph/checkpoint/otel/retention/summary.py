@@ -22,6 +22,10 @@ IDLE_BUCKETS = (
     timedelta(days=90),
     timedelta(days=365),
 )
+VALUES_NOT_BROKEN_DOWN = "(values not broken down)"
+"""Channel values of checkpoints stored without the wrapper's channel sizes."""
+CHECKPOINT_OVERHEAD = "(checkpoint metadata and bookkeeping)"
+"""The rest of the checkpoints' bytes: metadata, ids, versions (`ThreadPlan`)."""
 UNPROVEN_SHOWN = 200
 """Unproven checkpoints named in the output (all are counted)."""
 
@@ -42,6 +46,10 @@ class RetentionSummary:
         self._removing: list[tuple[int, str, model.RetentionThread]] = []
         self.channels: Counter[str] = Counter()
         self.channel_threads: Counter[str] = Counter()
+        self.writes: Counter[str] = Counter()
+        self.write_threads: Counter[str] = Counter()
+        self.not_broken_down = self.not_broken_down_threads = 0
+        self.overhead = self.overhead_threads = 0
         self.namespaces: Counter[str] = Counter()
         self.namespace_threads: Counter[str] = Counter()
         self.idle_threads: Counter[int] = Counter()
@@ -80,6 +88,15 @@ class RetentionSummary:
         for channel, size in plan.channel_bytes.items():
             self.channels[channel] += size
             self.channel_threads[channel] += 1
+        for channel, size in plan.write_bytes.items():
+            self.writes[channel] += size
+            self.write_threads[channel] += 1
+        if plan.values_not_broken_down:
+            self.not_broken_down += plan.values_not_broken_down
+            self.not_broken_down_threads += 1
+        if plan.checkpoint_overhead:
+            self.overhead += plan.checkpoint_overhead
+            self.overhead_threads += 1
         by_graph: Counter[str] = Counter()
         for ns, size in plan.namespaces.items():
             by_graph[graph_key(ns)] += size
@@ -134,6 +151,19 @@ class RetentionSummary:
             heaviest=[row for *_, row in sorted(self._heaviest, reverse=True)],
             removing=[row for *_, row in sorted(self._removing, reverse=True)],
             channels=_sizes(self.channels, self.channel_threads, self.top),
+            writes=_sizes(self.writes, self.write_threads, self.top),
+            values_not_broken_down=model.RetentionSize(
+                name=VALUES_NOT_BROKEN_DOWN,
+                bytes=self.not_broken_down,
+                threads=self.not_broken_down_threads,
+            )
+            if self.not_broken_down_threads
+            else None,
+            checkpoint_overhead=model.RetentionSize(
+                name=CHECKPOINT_OVERHEAD, bytes=self.overhead, threads=self.overhead_threads
+            )
+            if self.overhead_threads
+            else None,
             namespaces=_sizes(self.namespaces, self.namespace_threads, self.top),
             idle=[
                 model.RetentionIdle(
