@@ -8,6 +8,7 @@ from __future__ import annotations
 import operator
 import random
 import sqlite3
+import string
 import time
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
@@ -675,3 +676,121 @@ def test_cli_apply_then_restore_on_postgres_and_redis(
     code, restored = run_cli(["restore", str(archive), url, "--json"], capsys)
     assert code == 0 and restored["checkpoints"] == planned["remove_checkpoints"]
     assert _states_of(saver, written) == before
+
+
+# --- where the bytes are, by channel ----------------------------------------------------------
+
+
+class ChatState(TypedDict):
+    messages: Annotated[list[Any], operator.add]
+    n: int
+
+
+def _talk(state: dict[str, Any]) -> dict[str, Any]:
+    # random letters: PostgreSQL would compress a repeated text to almost nothing
+    reply = "".join(random.Random(state["n"]).choices(string.ascii_letters, k=4000))
+    return {"messages": [reply], "n": state["n"] + 1}
+
+
+def write_chat(saver: Any, wrapped: bool, turns: int = 4) -> ThreadPlan:
+    """A thread whose `messages` channel is big and `n` small, written through the wrapper
+    (with a recording SDK, so it stores each channel's size) or bare; its plan."""
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    from langgraph.checkpoint.otel import instrument
+
+    spans = InMemorySpanExporter()
+    if wrapped:
+        provider = TracerProvider()
+        provider.add_span_processor(SimpleSpanProcessor(spans))
+        saver_used = instrument(saver, tracer_provider=provider)
+    else:
+        saver_used = saver
+    builder = StateGraph(ChatState)
+    builder.add_node("talk", _talk)
+    builder.add_edge(START, "talk")
+    builder.add_edge("talk", END)
+    graph = builder.compile(checkpointer=saver_used)
+    config = {"configurable": {"thread_id": "chat"}}
+    for turn in range(turns):
+        graph.invoke({"messages": [f"ask {turn}"], "n": turn}, config, durability=SYNC)
+    assert bool(spans.get_finished_spans()) is wrapped
+    (plan,) = plan_threads(saver, RetentionPolicy(), ALL, FAR)
+    return plan
+
+
+def _rows_total(plan: ThreadPlan) -> int:
+    return (
+        sum(plan.channel_bytes.values())
+        + sum(plan.write_bytes.values())
+        + plan.values_not_broken_down
+        + plan.checkpoint_overhead
+    )
+
+
+@pytest.mark.parametrize("wrapped", [True, False], ids=["wrapped", "bare"])
+@pytest.mark.parametrize("store", STORES)
+def test_channel_rows_sum_to_the_threads_bytes(store: str, wrapped: bool, request: Any) -> None:
+    plan = write_chat(request.getfixturevalue(store), wrapped)
+    assert plan.bytes > 0 and plan.checkpoint_overhead >= 0
+    assert _rows_total(plan) == plan.bytes
+
+
+@pytest.mark.parametrize(
+    ("store", "wrapped"),
+    [
+        ("sqlite_saver", True),
+        ("postgres_saver", True),
+        ("postgres_saver", False),
+        ("redis_saver", True),
+    ],
+    ids=["sqlite-wrapped", "postgres-wrapped", "postgres-bare", "redis-wrapped"],
+)
+def test_the_big_messages_channel_is_the_largest_row(
+    store: str, wrapped: bool, request: Any
+) -> None:
+    """Its values, inline (SQLite: split by the stored sizes) or blobs (PostgreSQL), are
+    attributed to it: the largest of every row, most of the thread's bytes."""
+    plan = write_chat(request.getfixturevalue(store), wrapped)
+    rows = {
+        **{f"values {c}": b for c, b in plan.channel_bytes.items()},
+        **{f"writes {c}": b for c, b in plan.write_bytes.items()},
+        "not broken down": plan.values_not_broken_down,
+        "overhead": plan.checkpoint_overhead,
+    }
+    assert max(rows, key=lambda k: rows[k]) == "values messages"
+    assert plan.channel_bytes["messages"] > plan.bytes / 2
+    assert 0 < plan.channel_bytes["n"] < plan.channel_bytes["messages"] / 20
+    assert plan.values_not_broken_down == 0
+
+
+def test_sqlite_values_written_bare_are_not_broken_down(sqlite_saver: Any) -> None:
+    """Without the wrapper's stored sizes, SQLite's inline values go to one row, not lost."""
+    plan = write_chat(sqlite_saver, wrapped=False)
+    assert plan.channel_bytes == {}
+    assert plan.values_not_broken_down > plan.bytes / 2
+
+
+def test_cli_shows_values_and_pending_writes_apart(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from langgraph.checkpoint.sqlite import SqliteSaver
+
+    path = tmp_path / "chat.sqlite"
+    conn = sqlite3.connect(path, check_same_thread=False)
+    saver = SqliteSaver(conn)
+    saver.setup()
+    plan = write_chat(saver, wrapped=True)
+    conn.close()
+    code, view = run_cli(["retention", str(path), "--json"], capsys)
+    assert code == 0
+    assert view["channels"][0]["name"] == "messages"
+    assert view["channels"][0]["bytes"] == plan.channel_bytes["messages"]
+    assert {w["name"] for w in view["writes"]} >= {"messages", "n"}
+    rows = view["channels"] + view["writes"] + [view["checkpoint_overhead"]]
+    assert view["values_not_broken_down"] is None
+    assert sum(r["bytes"] for r in rows) == view["bytes"]
+    _, out = run_cli(["retention", str(path)], capsys)
+    assert "values of messages" in out and "pending writes to messages" in out

@@ -149,8 +149,9 @@ class ThreadPlan:
     values_not_broken_down: int = 0
     """Channel values of checkpoints the scan cannot split by channel."""
     checkpoint_overhead: int = 0
-    """The rest of the checkpoints' bytes: metadata and bookkeeping (ids, versions). With
-    `channel_bytes`, `write_bytes` and `values_not_broken_down` it sums to `bytes`."""
+    """The rest of the checkpoints' bytes: metadata and bookkeeping (ids, versions, Redis's
+    write-key registry). With `channel_bytes`, `write_bytes` and `values_not_broken_down` it
+    sums to `bytes`."""
     oldest: str | None = None
     """The oldest checkpoint id of the thread (its age)."""
     last: str | None = None
@@ -441,14 +442,17 @@ def _finish(
         total += own
         ns = row.ref.checkpoint_ns
         namespaces[ns] = namespaces.get(ns, 0) + own
+        by_channel = 0
         for channel, size in row.writes_by_channel:
             writes[channel] = writes.get(channel, 0) + size
+            by_channel += size
         inline = 0
         for channel, size in row.values_by_channel:
             channels[channel] = channels.get(channel, 0) + size
             inline += size
         not_broken_down += row.values_not_broken_down
-        overhead += row.bytes - inline - row.values_not_broken_down
+        # and what the writes' bytes hold past their channels (Redis: the write-key registry)
+        overhead += row.bytes - inline - row.values_not_broken_down + row.writes_bytes - by_channel
         for blob in row.blobs:
             blob_sizes.setdefault(blob, blob.bytes)
         if row.ref in removed:

@@ -424,7 +424,7 @@ class Retention(BaseModel):
     wrapper, or with nothing recording): not split by channel."""
     checkpoint_overhead: RetentionSize | None = None
     """The rest of the checkpoints' bytes: their metadata, and (PostgreSQL) ids and
-    versions."""
+    versions, (Redis) write-key registries."""
     namespaces: list[RetentionSize]
     """Stored bytes by namespace, subgraph calls grouped by graph (`""` is the root graph)."""
     idle: list[RetentionIdle]

@@ -37,8 +37,8 @@ encoding's size: an estimate, here scaled to what is stored; ids and versions ar
 pro rata). SQLite extracts those sizes in the page query (`json_extract`, sharing SQLite's
 parse of the metadata with the other columns). A checkpoint without them (written without
 the wrapper, or with nothing recording) counts its bytes as values not broken down. The
-rest of a checkpoint's bytes (its metadata; on PostgreSQL also ids and versions) is its
-overhead.
+rest of a checkpoint's bytes (its metadata; on PostgreSQL also ids and versions; on Redis
+its write-key registry, counted with its writes) is its overhead.
 
 A thread's rows carry interrupts (an `__interrupt__` write and no `__resume__`), delta channels
 (the metadata's `counters_since_delta_snapshot` channels that have a version and no value in the
