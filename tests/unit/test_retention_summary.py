@@ -63,3 +63,26 @@ def test_kept_reasons_are_counted_and_unproven_named_up_to_a_cap(monkeypatch: ob
     view = summary.view(None, 0)
     assert view.kept == {"unproven": 3}
     assert [u.thread_id for u in view.unproven] == ["t0", "t1"]
+
+
+def test_where_the_bytes_are_keeps_values_writes_and_the_rest_apart() -> None:
+    summary = RetentionSummary(RetentionPolicy(), NOW)
+    summary.add(
+        plan(
+            0,
+            100,
+            1,
+            channel_bytes={"messages": 60},
+            write_bytes={"messages": 5, "n": 1},
+            checkpoint_overhead=34,
+        )
+    )
+    summary.add(plan(1, 50, 1, values_not_broken_down=45, checkpoint_overhead=5))
+    view = summary.view(None, 0)
+    assert [(c.name, c.bytes, c.threads) for c in view.channels] == [("messages", 60, 1)]
+    assert [(c.name, c.bytes) for c in view.writes] == [("messages", 5), ("n", 1)]
+    assert view.values_not_broken_down is not None
+    assert (view.values_not_broken_down.bytes, view.values_not_broken_down.threads) == (45, 1)
+    assert view.checkpoint_overhead is not None and view.checkpoint_overhead.bytes == 39
+    rows = [*view.channels, *view.writes, view.values_not_broken_down, view.checkpoint_overhead]
+    assert sum(r.bytes for r in rows) == view.bytes
