@@ -6,7 +6,7 @@
                                                   # +6.5 min for the matrix, section 9,
                                                   # +1 min for the breakdown, section 10,
                                                   # +5 min for the service, section 12,
-                                                  # +1.5 min for retention, section 13,
+                                                  # +2.5 min for retention (plan and apply), 13,
                                                   # +1 min for the message counts, 14)
     .venv/bin/python benchmarks/run.py --quick    # ~2.5 min (1 min 45 s of it the matrix)
 
