@@ -101,7 +101,7 @@ def latest_threads(sources: Sources, query: ThreadQuery) -> ThreadPage:
     skip = 0 if span_threads else query.offset
     want = None if end is None else end - skip + 1
     try:
-        rows, total = _saver_latest(sources.saver, query, skip, want)
+        rows, total = saver_latest(sources.saver, query, skip, want)
     except Exception as exc:
         raise SourceError(f"{sources.saver_url}: cannot list threads ({_why(exc)})") from None
     if not span_threads:
@@ -142,7 +142,7 @@ def _span_latest(sources: Sources, query: ThreadQuery) -> dict[str, str]:
     return latest
 
 
-def _saver_latest(
+def saver_latest(
     saver: BaseCheckpointSaver[Any], query: ThreadQuery, skip: int, want: int | None
 ) -> tuple[list[Latest], int | None]:
     """The threads ranked `skip` to `skip + want` (newest first), and how many match."""
@@ -150,7 +150,7 @@ def _saver_latest(
 
     if isinstance(saver, InMemorySaver):
         return _top(_memory_latest(saver, query), skip, want)
-    kind = _kind(saver)
+    kind = saver_kind(saver)
     if kind in ("sqlite", "postgres"):
         return _sql_latest(saver, query, skip, want, postgres=kind == "postgres")
     if kind == "redis":
@@ -166,7 +166,7 @@ KINDS = {
 """Savers with a query of their own, by the class they are or derive from."""
 
 
-def _kind(saver: BaseCheckpointSaver[Any]) -> str | None:
+def saver_kind(saver: BaseCheckpointSaver[Any]) -> str | None:
     """The saver's entry in `KINDS` (told by class: no saver package is imported)."""
     for cls in type(saver).__mro__:
         kind = KINDS.get((cls.__module__, cls.__name__))
@@ -248,7 +248,7 @@ def thread_sql(query: ThreadQuery, *, postgres: bool) -> tuple[str, list[Any]]:
     elif query.prefix:  # a range on the index (SQLite compares text as UTF-8 bytes)
         where.append(f"thread_id >= {mark}")
         params.append(query.prefix)
-        upper = _after_prefix(query.prefix)
+        upper = after_prefix(query.prefix)
         if upper is None:
             where.append(f"substr(thread_id, 1, {len(query.prefix)}) = {mark}")
             params.append(query.prefix)
@@ -287,7 +287,7 @@ def _sql_latest(
     return ranked, None
 
 
-def _after_prefix(prefix: str) -> str | None:
+def after_prefix(prefix: str) -> str | None:
     """The smallest text after every text starting with `prefix` (None past the last code point)."""
     following = ord(prefix[-1]) + 1
     if 0xD800 <= following < 0xE000:  # surrogates cannot be stored: skip them
@@ -299,8 +299,11 @@ __all__ = [
     "DEFAULT_LIMIT",
     "ThreadPage",
     "ThreadQuery",
+    "after_prefix",
     "id_floor",
     "latest_threads",
     "parse_since",
+    "saver_kind",
+    "saver_latest",
     "thread_sql",
 ]

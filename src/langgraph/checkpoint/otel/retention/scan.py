@@ -85,9 +85,9 @@ from langgraph.checkpoint.otel.analysis.retention import (
 )
 from langgraph.checkpoint.otel.inspector.thread_list import (
     ThreadQuery,
-    _after_prefix,
-    _kind,
-    _saver_latest,
+    after_prefix,
+    saver_kind,
+    saver_latest,
 )
 
 INTERRUPT_CHANNEL = "__interrupt__"
@@ -105,7 +105,7 @@ def scan_threads(
     `query.prefix` and `query.since` select threads (since: by their newest checkpoint);
     `query.limit` caps how many (None: all); `advance` is called once per thread.
     """
-    kind = _kind(saver)
+    kind = saver_kind(saver)
     if kind == "sqlite":
         threads: Iterator[list[StoredCheckpoint]] = _SqliteScan(saver, query).threads()
     elif kind == "postgres":
@@ -299,7 +299,7 @@ class _SqlScan:
         elif query.prefix:
             where.append(f"thread_id >= {mark}")
             params.append(query.prefix)
-            upper = _after_prefix(query.prefix)
+            upper = after_prefix(query.prefix)
             if upper is not None:
                 where.append(f"thread_id < {mark}")
                 params.append(upper)
@@ -547,7 +547,7 @@ FROM checkpoint_blobs WHERE thread_id = ANY(%s)
 def _thread_ids(saver: Any, query: ThreadQuery) -> list[str]:
     """The selected thread ids in id order (the first `query.limit`), as the SQL stores page
     them: the saver's own listing (`thread_list`), which holds one id per thread."""
-    latest, _ = _saver_latest(saver, ThreadQuery(None, 0, query.since, query.prefix), 0, None)
+    latest, _ = saver_latest(saver, ThreadQuery(None, 0, query.since, query.prefix), 0, None)
     return sorted(thread_id for _, thread_id in latest)[: query.limit]
 
 
