@@ -236,9 +236,11 @@ def _scan_latest(saver: BaseCheckpointSaver[Any], query: ThreadQuery) -> dict[st
     return {t: v for t, v in latest.items() if query.matches(t, v)}
 
 
-def thread_sql(query: ThreadQuery, *, postgres: bool) -> tuple[str, list[Any]]:
-    """The query ranking the threads by their latest checkpoint id, with its parameters
-    (LIMIT and OFFSET last): SQLite's `?` or PostgreSQL's `%s` placeholders."""
+def thread_filter(
+    query: ThreadQuery, *, postgres: bool
+) -> tuple[list[str], list[Any], str, list[Any]]:
+    """The WHERE conditions selecting `query`'s threads by prefix and the HAVING clause
+    selecting them by `since`, each with its parameters (SQLite's `?` or PostgreSQL's `%s`)."""
     mark = "%s" if postgres else "?"
     where: list[str] = []
     params: list[Any] = []
@@ -255,10 +257,16 @@ def thread_sql(query: ThreadQuery, *, postgres: bool) -> tuple[str, list[Any]]:
         else:
             where.append(f"thread_id < {mark}")
             params.append(upper)
-    having = ""
-    if query.id_floor is not None:
-        having = f" HAVING MAX(checkpoint_id) >= {mark}"
-        params.append(query.id_floor)
+    if query.id_floor is None:
+        return where, params, "", []
+    return where, params, f" HAVING MAX(checkpoint_id) >= {mark}", [query.id_floor]
+
+
+def thread_sql(query: ThreadQuery, *, postgres: bool) -> tuple[str, list[Any]]:
+    """The query ranking the threads by their latest checkpoint id, with its parameters
+    (LIMIT and OFFSET last): SQLite's `?` or PostgreSQL's `%s` placeholders."""
+    mark = "%s" if postgres else "?"
+    where, params, having, having_params = thread_filter(query, postgres=postgres)
     sql = (
         "SELECT thread_id, MAX(checkpoint_id) AS latest FROM checkpoints"
         + (" WHERE " + " AND ".join(where) if where else "")
@@ -266,7 +274,7 @@ def thread_sql(query: ThreadQuery, *, postgres: bool) -> tuple[str, list[Any]]:
         + having
         + f" ORDER BY latest DESC, thread_id DESC LIMIT {mark} OFFSET {mark}"
     )
-    return sql, params
+    return sql, params + having_params
 
 
 def _sql_latest(
@@ -305,5 +313,6 @@ __all__ = [
     "parse_since",
     "saver_kind",
     "saver_latest",
+    "thread_filter",
     "thread_sql",
 ]

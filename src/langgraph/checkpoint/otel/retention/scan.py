@@ -85,9 +85,9 @@ from langgraph.checkpoint.otel.analysis.retention import (
 )
 from langgraph.checkpoint.otel.inspector.thread_list import (
     ThreadQuery,
-    after_prefix,
     saver_kind,
     saver_latest,
+    thread_filter,
 )
 
 INTERRUPT_CHANNEL = "__interrupt__"
@@ -289,24 +289,11 @@ class _SqlScan:
 
     def page(self, after: str | None, want: int) -> list[str]:
         mark, query = self.mark, self.query
-        where, params = [], []
+        where, params, having, having_params = thread_filter(query, postgres=self.postgres)
         if after is not None:
-            where.append(f"thread_id > {mark}")
-            params.append(after)
-        if query.prefix and self.postgres:
-            where.append(f"starts_with(thread_id, {mark})")  # exact under any collation
-            params.append(query.prefix)
-        elif query.prefix:
-            where.append(f"thread_id >= {mark}")
-            params.append(query.prefix)
-            upper = after_prefix(query.prefix)
-            if upper is not None:
-                where.append(f"thread_id < {mark}")
-                params.append(upper)
-        having = ""
-        if query.id_floor is not None:
-            having = f" HAVING MAX(checkpoint_id) >= {mark}"
-            params.append(query.id_floor)
+            where.insert(0, f"thread_id > {mark}")
+            params.insert(0, after)
+        params += having_params
         sql = (
             "SELECT thread_id FROM checkpoints"
             + (" WHERE " + " AND ".join(where) if where else "")
@@ -314,8 +301,7 @@ class _SqlScan:
             + having
             + f" ORDER BY thread_id LIMIT {mark}"
         )
-        ids = [str(r[0]) for r in self.fetch(sql, [*params, want])]
-        return [t for t in ids if t.startswith(query.prefix)]
+        return [str(r[0]) for r in self.fetch(sql, [*params, want])]
 
     def fetch(self, sql: str, params: Sequence[Any]) -> list[Sequence[Any]]:
         raise NotImplementedError
