@@ -28,6 +28,7 @@ from typing import Any
 from langgraph.checkpoint.base import BaseCheckpointSaver
 
 from langgraph.checkpoint.otel import names
+from langgraph.checkpoint.otel._langgraph.stored_bytes import stored_kind
 from langgraph.checkpoint.otel.analysis.checkpoint_time import id_floor, parse_duration
 from langgraph.checkpoint.otel.inspector.sources import SourceError, Sources, _why
 
@@ -158,21 +159,15 @@ def saver_latest(
     return _top(_scan_latest(saver, query), skip, want)
 
 
-KINDS = {
-    ("langgraph.checkpoint.sqlite", "SqliteSaver"): "sqlite",
-    ("langgraph.checkpoint.postgres", "PostgresSaver"): "postgres",
-    ("langgraph.checkpoint.redis", "RedisSaver"): "redis",
-}
-"""Savers with a query of their own, by the class they are or derive from."""
+QUERIED_KINDS = ("sqlite", "postgres", "redis")
+"""Savers with a query of their own (`_langgraph.stored_bytes.stored_kind`: by the class they
+are or derive from, no saver package imported)."""
 
 
 def saver_kind(saver: BaseCheckpointSaver[Any]) -> str | None:
-    """The saver's entry in `KINDS` (told by class: no saver package is imported)."""
-    for cls in type(saver).__mro__:
-        kind = KINDS.get((cls.__module__, cls.__name__))
-        if kind is not None:
-            return kind
-    return None
+    """`sqlite`, `postgres` or `redis` for the sync stock savers (and subclasses), else None."""
+    kind = stored_kind(saver)
+    return kind if kind in QUERIED_KINDS else None
 
 
 def _top(latest: dict[str, str], skip: int, want: int | None) -> tuple[list[Latest], int | None]:
